@@ -1,0 +1,69 @@
+"""Ingest flow: a collection's qrels, queries and passages into the warehouse, behind a quality gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from peras.settings import Settings, load_settings
+from peras.warehouse import now
+from tasks.collection_sources import CollectionSource, custom_source, preset_source
+from tasks.ingest import (
+    check_collection,
+    fingerprint_sources,
+    publish_collection,
+    published_fingerprint,
+    read_collection,
+    select_subset,
+)
+
+
+@flow(name="ingest", flow_run_name="ingest-{preset}", log_prints=True)
+def ingest(
+    preset: str | None = None,
+    name: str | None = None,
+    qrels: list[str] | None = None,
+    queries: str | None = None,
+    passages: str | None = None,
+    subset_topics: int | None = None,
+    force: bool = False,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Read a collection (a preset, or your own files), check it, and publish it atomically.
+
+    Re-ingesting unchanged files is a no-op; changed files replace the collection in one transaction.
+    """
+    settings = settings or load_settings()
+    started_at = now()
+    source = resolve_source(settings, preset, name, qrels, queries, passages, subset_topics)
+    fingerprint, files = fingerprint_sources(source)
+    if not force and published_fingerprint(settings, source.collection_id) == fingerprint:
+        return {"collection_id": source.collection_id, "status": "unchanged"}
+    staged = read_collection(source, files)
+    check_collection(staged)
+    subset = select_subset(staged, source)
+    ingest_run_id = publish_collection(settings, source, staged, subset, fingerprint, started_at)
+    return {
+        "collection_id": source.collection_id, "status": "published", "ingest_run_id": ingest_run_id,
+        "n_queries": staged.queries.height, "n_passages": staged.passages.height, "n_qrels": staged.qrels.height,
+        "n_subset_topics": subset.height, "n_subset_pairs": int(subset["n_pairs"].sum()) if subset.height else 0,
+    }
+
+
+def resolve_source(
+    settings: Settings, preset: str | None, name: str | None, qrels: list[str] | None,
+    queries: str | None, passages: str | None, subset_topics: int | None,
+) -> CollectionSource:
+    """A preset, or user files (which need --name, --qrels, --queries and --passages)."""
+    if preset is not None:
+        source = preset_source(preset, settings)
+        if subset_topics is not None:
+            source.subset_topics = subset_topics
+        return source
+    from peras.errors import UsageError
+
+    if not (name and qrels and queries and passages):
+        raise UsageError("give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages")
+    return custom_source(name, qrels, Path(queries), Path(passages), subset_topics)

@@ -1,0 +1,90 @@
+"""One settings object, resolved once: defaults < config file < PERAS_* environment < CLI flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+from peras.errors import UsageError
+from peras.paths import PROJECT_ROOT
+
+CONFIG_ENV = "PERAS_CONFIG"
+DEFAULT_CONFIG = Path("peras.toml")
+
+
+class Settings(BaseSettings):
+    """Everything a stage needs to know about where things are and which LLM to ask."""
+
+    model_config = SettingsConfigDict(env_prefix="PERAS_", extra="forbid", validate_assignment=True)
+
+    warehouse: Path = Field(Path("warehouse/peras.duckdb"), description="DuckDB warehouse file")
+    data_dir: Path = Field(PROJECT_ROOT.parent / "shared" / "data", description="real collections (presets)")
+    shards_dir: Path | None = Field(None, description="append-only judge shards; default: next to the warehouse")
+    reports_dir: Path = Field(Path("reports"), description="where `peras report` writes")
+    personalities_dir: Path | None = Field(None, description="extra user personality files (*.toml)")
+
+    # LLM endpoint. base_urls: several URLs serving one model are load-balanced.
+    base_urls: Annotated[list[str], NoDecode] = Field(default_factory=list, description="OpenAI-compatible base URLs; empty: embedded")
+    model: str | None = Field(None, description="model name sent to the endpoint")
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the environment variable holding the API key")
+    concurrency: int = Field(8, ge=1, description="requests in flight per endpoint")
+    request_timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(6, ge=0, description="retries on timeouts, 5xx and 429")
+    request_budget: int | None = Field(None, ge=0, description="most LLM requests one run may send")
+    max_parse_failure_share: float = Field(0.05, ge=0, le=1, description="judge gate threshold per personality")
+
+    # Embedded local model (llama.cpp server started by peras).
+    local_cache_dir: Path = Field(Path(os.path.expanduser("~/.cache/peras")), description="built server, weights")
+    local_parallel: int = Field(2, ge=1, description="llama-server parallel slots")
+    local_ctx: int = Field(8192, ge=512, description="llama-server context size (shared by slots)")
+
+    @field_validator("base_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def shards(self) -> Path:
+        """Directory of append-only judge shards."""
+        return self.shards_dir or self.warehouse.parent / "shards"
+
+    def api_key(self) -> str | None:
+        """The API key, read from the environment at the moment of use, never stored."""
+        return os.environ.get(self.api_key_env)
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Resolve settings from the config file, PERAS_* variables and CLI overrides (None = not given)."""
+    path = config or (Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else None)
+    file_values: dict[str, Any] = {}
+    if path is None and DEFAULT_CONFIG.is_file():
+        path = DEFAULT_CONFIG
+    if path is not None:
+        if not path.is_file():
+            raise UsageError(f"config file {path} does not exist")
+        try:
+            file_values = tomllib.loads(path.read_text(encoding="utf-8")).get("peras", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"config file {path} is not valid TOML: {exc}") from exc
+    given = {key: value for key, value in overrides.items() if value is not None}
+    try:
+        env_values = Settings().model_dump(exclude_unset=True) if _env_set() else {}
+        return Settings(**{**file_values, **env_values, **given})
+    except (ValidationError, SettingsError) as exc:
+        if isinstance(exc, SettingsError):
+            raise UsageError(f"bad PERAS_* setting: {exc}") from exc
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise UsageError(f"bad setting {field}: {first['msg']}") from exc
+
+
+def _env_set() -> bool:
+    return any(key.startswith("PERAS_") and key != CONFIG_ENV for key in os.environ)

@@ -1,0 +1,54 @@
+"""The one way SQL enters Python: files under sql/, loaded by name, parameters bound."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from peras.paths import SQL_DIR
+
+PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@cache
+def load_sql(name: str) -> str:
+    """Return the text of sql/<name>.sql (name like 'marts/publish_collection')."""
+    path = SQL_DIR / f"{name}.sql"
+    if not path.is_file():
+        raise FileNotFoundError(f"no SQL file {path}")
+    return path.read_text(encoding="utf-8")
+
+
+def view_files() -> list[Path]:
+    """Every view definition, in the order they must be created (staging, marts, metrics)."""
+    files: list[Path] = []
+    for layer in ("staging", "marts", "metrics"):
+        files.extend(sorted((SQL_DIR / layer).glob("*.sql")))
+    return files
+
+
+def statements(name: str) -> list[str]:
+    """The statements of sql/<name>.sql, split at semicolons that end a line."""
+    text = load_sql(name)
+    parts = [part.strip() for part in text.replace("\r\n", "\n").split(";\n")]
+    return [part.rstrip(";") for part in parts if _has_code(part)]
+
+
+def run_sql(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
+    """Execute every statement of sql/<name>.sql, binding to each the $parameters it names.
+
+    Returns the connection positioned on the last statement's result.
+    """
+    params = params or {}
+    result = con
+    for statement in statements(name):
+        names = set(PARAMETER.findall(statement))
+        used = {key: value for key, value in params.items() if key in names}
+        result = con.execute(statement, used) if used else con.execute(statement)
+    return result
+
+
+def _has_code(part: str) -> bool:
+    return any(line.strip() and not line.strip().startswith("--") for line in part.splitlines())

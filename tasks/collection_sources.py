@@ -1,0 +1,102 @@
+"""Where a collection's files are: named presets (peras/presets.toml) or files the user names."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from peras.errors import UsageError
+from peras.paths import PACKAGE_DIR, SAMPLE_DIR
+from peras.settings import Settings
+
+COLLECTION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file and what it holds ('queries', 'passages', 'qrels:<set>')."""
+
+    role: str
+    path: Path
+
+
+@dataclass
+class CollectionSource:
+    """Everything needed to read one collection."""
+
+    collection_id: str
+    description: str
+    preset: str | None
+    queries: Path
+    passages: Path
+    qrels: dict[str, Path]
+    subset_topics: int | None
+    subset_qrels: str | None
+    subset_min_pairs: int = 10
+    files: list[SourceFile] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.files = [
+            *(SourceFile(f"qrels:{name}", path) for name, path in sorted(self.qrels.items())),
+            SourceFile("queries", self.queries),
+            SourceFile("passages", self.passages),
+        ]
+
+
+@cache
+def presets() -> dict[str, dict[str, Any]]:
+    """The named collections."""
+    return tomllib.loads((PACKAGE_DIR / "presets.toml").read_text(encoding="utf-8"))
+
+
+def preset_source(name: str, settings: Settings) -> CollectionSource:
+    """Resolve a preset name to its files."""
+    spec = presets().get(name)
+    if spec is None:
+        raise UsageError(f"unknown collection preset {name!r}; choose one of {', '.join(presets())}, or give --qrels")
+    base = SAMPLE_DIR if spec.get("location") == "package" else settings.data_dir
+    return CollectionSource(
+        collection_id=name,
+        description=spec["description"],
+        preset=name,
+        queries=base / spec["queries"],
+        passages=base / spec["passages"],
+        qrels={qset: base / path for qset, path in spec["qrels"].items()},
+        subset_topics=spec.get("subset_topics"),
+        subset_qrels=spec.get("subset_qrels"),
+        subset_min_pairs=spec.get("subset_min_pairs", 10),
+    )
+
+
+def custom_source(
+    collection_id: str, qrels: list[str], queries: Path, passages: Path, subset_topics: int | None
+) -> CollectionSource:
+    """A collection from files the user names; qrels entries are PATH or SET=PATH."""
+    if not COLLECTION_ID.match(collection_id):
+        raise UsageError(f"collection name {collection_id!r} must be letters, digits, '.', '_' or '-'")
+    if collection_id in presets():
+        raise UsageError(f"{collection_id!r} is a preset name; pick another --name for your own files")
+    qrels_sets: dict[str, Path] = {}
+    for entry in qrels:
+        name, _, path = entry.rpartition("=") if "=" in entry else ("test", "", entry)
+        if name in qrels_sets:
+            raise UsageError(f"qrels set {name!r} given twice; name them SET=PATH")
+        qrels_sets[name] = Path(path)
+    return CollectionSource(
+        collection_id, f"user files ({', '.join(str(p) for p in qrels_sets.values())})", None,
+        queries, passages, qrels_sets, subset_topics, None,
+    )
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

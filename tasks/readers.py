@@ -1,0 +1,188 @@
+"""Readers for the file formats real collections come in; every error names the file and line.
+
+- qrels: TREC `query_id Q0 doc_id relevance` (the second column may also be `0`), whitespace separated.
+- queries: TSV `query_id<TAB>text`, split on the first tab only.
+- passages: MS MARCO `collection.tsv` (`doc_id<TAB>text`, first tab only) or JSONL with one of the key
+  pairs ("docid", "doc"), ("doc_id", "text"), ("pid", "passage").
+Any of them may be gzipped (detected from the magic bytes, not the name).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from peras.errors import InputError, UsageError
+
+GZIP_MAGIC = b"\x1f\x8b"
+QRELS_ITER_COLUMN = {"Q0", "0"}
+JSONL_KEYS = (("docid", "doc"), ("doc_id", "text"), ("pid", "passage"))
+
+
+@dataclass(frozen=True)
+class Qrel:
+    """One human judgment, with the line it came from."""
+
+    query_id: str
+    doc_id: str
+    relevance: int
+    line: int
+
+
+@dataclass
+class ReadResult:
+    """What a reader found: records keyed by id, plus the count of records in the file."""
+
+    records: dict[str, str]
+    n_records: int
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    if not path.exists():
+        raise UsageError(f"file not found: {path}")
+    if not path.is_file():
+        raise UsageError(f"not a file: {path}")
+    with path.open("rb") as probe:
+        magic = probe.read(2)
+    return gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")
+
+
+def iter_lines(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text without line ending) for each line; non-UTF-8 bytes are an error."""
+    n_lines = 0
+    with _open_binary(path) as handle:
+        try:
+            for n_lines, raw in enumerate(handle, start=1):  # noqa: B007 - n_lines used after the loop
+                if on_bytes is not None:
+                    on_bytes(len(raw))
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(
+                        f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}", path, n_lines
+                    ) from None
+                yield n_lines, text.rstrip("\r\n")
+        except (OSError, EOFError) as exc:  # truncated or corrupt gzip
+            raise InputError(f"cannot read file: {exc}", path, n_lines + 1) from None
+    if n_lines == 0:
+        raise InputError("file is empty", path)
+
+
+@dataclass
+class QrelsFile:
+    """The qrels of one file: distinct pairs, lines read, and exact repeats skipped."""
+
+    qrels: list[Qrel]
+    n_records: int
+    n_repeats: int
+
+
+def read_qrels(path: Path) -> QrelsFile:
+    """Read TREC qrels; labels must be integers 0-3; a duplicate pair with another label is an error."""
+    qrels: list[Qrel] = []
+    seen: dict[tuple[str, str], Qrel] = {}
+    n_records = n_repeats = 0
+    for line_no, text in iter_lines(path):
+        if not text.strip():
+            continue
+        n_records += 1
+        fields = text.split()
+        if len(fields) != 4:
+            raise InputError(f"expected 4 columns `query_id Q0 doc_id relevance`, found {len(fields)}", path, line_no)
+        query_id, iteration, doc_id, label = fields
+        if iteration not in QRELS_ITER_COLUMN:
+            raise InputError(f"second column must be Q0 or 0, found {iteration!r}", path, line_no)
+        try:
+            relevance = int(label)
+        except ValueError:
+            raise InputError(f"relevance {label!r} is not an integer", path, line_no) from None
+        if not 0 <= relevance <= 3:
+            raise InputError(f"relevance {relevance} is outside 0-3", path, line_no)
+        qrel = Qrel(query_id, doc_id, relevance, line_no)
+        earlier = seen.get((query_id, doc_id))
+        if earlier is not None:
+            if earlier.relevance != relevance:
+                raise InputError(
+                    f"pair ({query_id}, {doc_id}) judged {earlier.relevance} on line {earlier.line} "
+                    f"and {relevance} here",
+                    path,
+                    line_no,
+                )
+            n_repeats += 1  # an exact repeat adds nothing
+            continue
+        seen[(query_id, doc_id)] = qrel
+        qrels.append(qrel)
+    if not qrels:
+        raise InputError("no qrels found (only blank lines)", path)
+    return QrelsFile(qrels, n_records, n_repeats)
+
+
+def read_tsv(path: Path, wanted: set[str] | None = None, what: str = "query") -> ReadResult:
+    """Read `id<TAB>text` lines (first tab only), keeping only ids in `wanted` when given."""
+    records: dict[str, str] = {}
+    n_records = 0
+    for line_no, text in iter_lines(path):
+        if not text.strip():
+            continue
+        n_records += 1
+        if "\t" not in text:
+            raise InputError(f"expected `{what}_id<TAB>text`, found no tab", path, line_no)
+        record_id, body = text.split("\t", 1)
+        record_id = record_id.strip()
+        if not record_id:
+            raise InputError(f"empty {what} id", path, line_no)
+        _keep(records, record_id, body.strip(), wanted, path, line_no, what)
+    return ReadResult(records, n_records)
+
+
+def read_jsonl(path: Path, wanted: set[str] | None = None) -> ReadResult:
+    """Read passages from JSONL with any of the known key pairs, keeping only ids in `wanted`."""
+    records: dict[str, str] = {}
+    n_records = 0
+    for line_no, text in iter_lines(path):
+        if not text.strip():
+            continue
+        n_records += 1
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}", path, line_no) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object per line", path, line_no)
+        for id_key, text_key in JSONL_KEYS:
+            if id_key in obj and text_key in obj:
+                break
+        else:
+            names = ", ".join(f'"{a}"/"{b}"' for a, b in JSONL_KEYS)
+            raise InputError(f"expected keys {names}; found {sorted(obj)[:6]}", path, line_no)
+        record_id, body = obj[id_key], obj[text_key]
+        if not isinstance(body, str) or isinstance(record_id, bool | list | dict) or record_id is None:
+            raise InputError(f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no)
+        _keep(records, str(record_id).strip(), body.strip(), wanted, path, line_no, "passage")
+    return ReadResult(records, n_records)
+
+
+def read_passages(path: Path, wanted: set[str] | None = None) -> ReadResult:
+    """Read passages in JSONL or MS MARCO TSV, deciding by the first non-blank character."""
+    for _, text in iter_lines(path):
+        if text.strip():
+            is_json = text.lstrip().startswith("{")
+            break
+    else:
+        raise InputError("file has only blank lines", path)
+    return read_jsonl(path, wanted) if is_json else read_tsv(path, wanted, what="passage")
+
+
+def _keep(
+    records: dict[str, str], record_id: str, body: str, wanted: set[str] | None, path: Path, line: int, what: str
+) -> None:
+    if wanted is not None and record_id not in wanted:
+        return
+    earlier = records.get(record_id)
+    if earlier is not None and earlier != body:
+        raise InputError(f"{what} {record_id} appears twice with different text", path, line)
+    records[record_id] = body
