@@ -6,8 +6,9 @@ import importlib
 import os
 import sys
 
-# Flow-run logs go to the Prefect UI; the terminal shows warnings only unless asked for more.
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# Flow-run logs still go to the Prefect API/UI; the terminal shows only peras' own lines.
+# (PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO peras ... shows Prefect's run logs too.)
+os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 import click
 

@@ -39,3 +39,7 @@ class BackendError(PerasError):
     """An LLM endpoint could not be used (unreachable, refused, out of budget) (exit 1)."""
 
     exit_code = 1
+
+
+class RequestRejected(BackendError):
+    """The endpoint refused this one request (HTTP 4xx other than 408/409/429): record it, go on."""

@@ -44,11 +44,28 @@ def run_sql(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
     params = params or {}
     result = con
     for statement in statements(name):
-        names = set(PARAMETER.findall(statement))
-        used = {key: value for key, value in params.items() if key in names}
-        result = con.execute(statement, used) if used else con.execute(statement)
+        result = _execute(con, statement, params)
     return result
 
 
 def _has_code(part: str) -> bool:
     return any(line.strip() and not line.strip().startswith("--") for line in part.splitlines())
+
+
+def query_frame(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
+    """Run sql/<name>.sql and return its result as a Polars DataFrame."""
+    import polars as pl
+
+    params = params or {}
+    *head, last = statements(name)
+    for statement in head:
+        _execute(con, statement, params)
+    names = set(PARAMETER.findall(last))
+    relation = con.sql(last, params={k: v for k, v in params.items() if k in names} or None)
+    return pl.from_arrow(relation.to_arrow_table())
+
+
+def _execute(con: Any, statement: str, params: dict[str, Any]) -> Any:
+    names = set(PARAMETER.findall(statement))
+    used = {key: value for key, value in params.items() if key in names}
+    return con.execute(statement, used) if used else con.execute(statement)

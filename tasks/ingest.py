@@ -10,8 +10,9 @@ from typing import Any
 
 import polars as pl
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 
-from peras.errors import InputError
+from peras.errors import InputError, UsageError
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated
@@ -34,9 +35,12 @@ class StagedCollection:
     n_source_pairs: int  # distinct pairs in the qrels files (lines less exact repeats)
 
 
-@task
+@task(cache_policy=NO_CACHE)
 def fingerprint_sources(source: CollectionSource) -> tuple[str, pl.DataFrame]:
     """sha256 of every source file and one fingerprint over them (and the subset settings)."""
+    for source_file in source.files:
+        if not source_file.path.is_file():
+            raise UsageError(f"file not found: {source_file.path}")
     rows = [
         {"role": f.role, "path": str(f.path), "sha256": sha256_file(f.path), "n_bytes": f.path.stat().st_size}
         for f in source.files
@@ -47,7 +51,7 @@ def fingerprint_sources(source: CollectionSource) -> tuple[str, pl.DataFrame]:
     return fingerprint, pl.DataFrame(rows)
 
 
-@task
+@task(cache_policy=NO_CACHE)
 def published_fingerprint(settings: Settings, collection_id: str) -> str | None:
     """The fingerprint of what is published for this collection now, if anything."""
     with open_migrated(settings.warehouse) as con:
@@ -55,7 +59,7 @@ def published_fingerprint(settings: Settings, collection_id: str) -> str | None:
     return row[0] if row else None
 
 
-@task
+@task(cache_policy=NO_CACHE)
 def read_collection(source: CollectionSource, files: pl.DataFrame) -> StagedCollection:
     """Read qrels, then only the judged queries and passages; every judged pair must have both texts."""
     qrels_rows: list[tuple[str, str, int, str]] = []
@@ -110,7 +114,7 @@ def _require_texts(
         )
 
 
-@task
+@task(cache_policy=NO_CACHE)
 def check_collection(staged: StagedCollection) -> None:
     """The ingest quality gate: labels, uniqueness, ids, texts and counts against the source."""
     pairs = staged.qrels.join(staged.queries.rename({"text": "query_text"}), on="query_id", how="left").join(
@@ -124,7 +128,7 @@ def check_collection(staged: StagedCollection) -> None:
     ])
 
 
-@task
+@task(cache_policy=NO_CACHE)
 def select_subset(staged: StagedCollection, source: CollectionSource) -> pl.DataFrame:
     """The study's balanced topic subset (empty when no size is configured)."""
     qset = source.subset_qrels
@@ -132,7 +136,7 @@ def select_subset(staged: StagedCollection, source: CollectionSource) -> pl.Data
     return rank_balanced_topics(qrels, source.subset_topics or 0, source.subset_min_pairs)
 
 
-@task
+@task(cache_policy=NO_CACHE)
 def publish_collection(
     settings: Settings, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame, fingerprint: str,
     started_at: Any,

@@ -1,7 +1,8 @@
 -- One row per judgment of a pointwise run, joined to its human qrel: the input of every metric view.
 -- Pairs a run judged that are not in the qrels are left out here (imports report them when loaded).
+-- Only published runs count: a judge run whose quality gate failed (or that is still running) stays out.
 with runs as (
-    select * from judge_runs where task_type = 'pointwise'
+    select * from judge_runs where task_type = 'pointwise' and coalesce(status, 'published') = 'published'
 ),
 
 final as (

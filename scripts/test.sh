@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up (if needed) and run every check: ruff, then the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check peras flows tasks tests bench
+.venv/bin/pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,54 @@
+"""Small helpers shared by tests: run the real CLI in-process, snapshot a warehouse."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+
+@dataclass
+class CliResult:
+    """Exit code and what the command printed."""
+
+    exit_code: int
+    out: str
+    err: str
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
+    """Run `peras ARGS` through the real entry point (same error handling and exit codes)."""
+    from peras.cli import main
+
+    argv = sys.argv
+    sys.argv = ["peras", *args]
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = argv
+    captured = capsys.readouterr()
+    return CliResult(code, captured.out, captured.err)
+
+
+def snapshot(path: Path) -> str:
+    """A digest of every user table's rows, to prove a failed stage changed nothing."""
+    if not path.exists():
+        return "absent"
+    digest = hashlib.sha256()
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = [r[0] for r in con.execute(
+            "select table_name from information_schema.tables where table_type = 'BASE TABLE' order by 1").fetchall()]
+        for table in tables:
+            rows = con.execute(f'select * from "{table}" order by all').fetchall()  # noqa: S608 - test helper
+            digest.update(f"{table}:{rows!r}".encode())
+    finally:
+        con.close()
+    return digest.hexdigest()
