@@ -139,7 +139,8 @@ def judge_chunk(settings: Settings, base_urls: list[str], config: JudgeConfig, c
                 cache: dict[str, Answer], limit_name: str) -> dict[str, Any]:
     """Judge one chunk (hundreds of items) with async concurrency, journaling to its shard."""
     texts = {(i.query_id, i.doc_id): pairs[(i.query_id, i.doc_id)] for i in items}
-    with concurrency(limit_name, occupy=settings.concurrency), \
+    # A short lease: slots held by a killed run come back within seconds, not minutes.
+    with concurrency(limit_name, occupy=settings.concurrency, lease_duration=30), \
             ShardWriter(settings.shards / config.run_id, chunk_name) as writer:
         stats = asyncio.run(_judge(settings, base_urls, config, items, texts, personalities, cache, writer))
     return asdict(stats)

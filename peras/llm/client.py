@@ -1,0 +1,288 @@
+"""One async client for every OpenAI-compatible backend: only the base URLs, model and key differ.
+
+    client = LLMClient(["http://127.0.0.1:8000/v1"], "Qwen/Qwen2.5-7B-Instruct", concurrency=32)
+    await client.check_ready()
+    result = await client.chat(messages, {"temperature": 0.0, "top_p": 1.0, "max_tokens": 8})
+    await client.aclose()
+
+What it guarantees:
+- Several base URLs serving one model share the load: each request goes to the URL with the fewest
+  requests in flight (ties in turn). A URL that fails `fail_threshold` times in a row (connection error,
+  timeout, 5xx, 408) is skipped for `cooldown_s`, unless every URL is cooling down.
+- At most `concurrency` requests are in flight per URL.
+- Timeouts, connection errors, 5xx, 408, 409 and 429 are retried up to `max_retries` times with
+  exponential backoff and jitter (`backoff_base_s * 2**k`, capped at `backoff_max_s`, times 0.5-1.0);
+  a Retry-After header (seconds or an HTTP date) is waited out instead. Other 4xx fail at once.
+- `budget` caps the HTTP requests one client sends, retries included; the request that would exceed it
+  is not sent and raises BackendError. `check_ready()` does not count.
+- The API key is read from the environment variable the caller names; it is never logged and appears in
+  no returned object or repr.
+Every failure is one BackendError line naming the URL and what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import random
+import time
+from typing import Any
+
+from peras.errors import BackendError, UsageError
+from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
+from peras.llm.transport import Backend, TransportError, make_transport
+
+__all__ = ["ChatResult", "LLMClient"]
+
+ALLOWED_PARAMS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "n",
+        "logprobs",
+        "top_logprobs",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
+        "stop",
+        "extra_body",
+    }
+)
+RETRY_STATUSES = frozenset({408, 409, 429})
+MAX_RETRY_AFTER_S = 600.0  # a server asking for more than this is treated as asking for this
+_log = logging.getLogger(__name__)
+
+
+class _Endpoint:
+    __slots__ = ("url", "transport", "semaphore", "in_flight", "failures", "cooldown_until")
+
+    def __init__(self, url: str, transport: Any, concurrency: int) -> None:
+        self.url = url
+        self.transport = transport
+        self.semaphore = asyncio.Semaphore(concurrency)
+        self.in_flight = 0
+        self.failures = 0
+        self.cooldown_until = 0.0
+
+
+class LLMClient:
+    """Chat completions against one model behind one or more OpenAI-compatible base URLs."""
+
+    def __init__(
+        self,
+        base_urls: list[str],
+        model: str,
+        api_key_env: str | None = None,
+        concurrency: int = 8,
+        timeout_s: float = 120.0,
+        max_retries: int = 6,
+        budget: int | None = None,
+        *,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        cooldown_s: float = 30.0,
+        fail_threshold: int = 3,
+        backend: Backend = "auto",
+    ) -> None:
+        if not base_urls:
+            raise UsageError("no LLM base URL given: set --base-url (e.g. http://127.0.0.1:8000/v1)")
+        bad = [url for url in base_urls if not url.startswith(("http://", "https://"))]
+        if bad:
+            raise UsageError(f"base URL {bad[0]!r} must start with http:// or https://")
+        if concurrency < 1:
+            raise UsageError(f"concurrency must be at least 1, not {concurrency}")
+        self.model = model
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.budget = budget
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.cooldown_s = cooldown_s
+        self.fail_threshold = fail_threshold
+        self._api_key_env = api_key_env
+        api_key = os.environ.get(api_key_env) if api_key_env else None
+        self._key_given = bool(api_key)
+        self._endpoints = [
+            _Endpoint(
+                url.rstrip("/"), make_transport(url.rstrip("/"), api_key, timeout_s, backend), concurrency
+            )
+            for url in dict.fromkeys(base_urls)
+        ]
+        self._requests_sent = 0
+        self._turn = 0
+
+    @classmethod
+    def from_settings(cls, settings: Any, base_urls: list[str] | None = None) -> LLMClient:
+        """A client from `peras.settings.Settings`; `base_urls` overrides them (e.g. the embedded server)."""
+        if not settings.model:
+            raise UsageError("no model given: set --model (the name the server serves)")
+        return cls(
+            base_urls or settings.base_urls,
+            settings.model,
+            settings.api_key_env,
+            settings.concurrency,
+            settings.request_timeout_s,
+            settings.max_retries,
+            settings.request_budget,
+        )
+
+    @property
+    def requests_sent(self) -> int:
+        """HTTP chat requests sent so far, retries included."""
+        return self._requests_sent
+
+    @property
+    def base_urls(self) -> list[str]:
+        """The base URLs, without trailing slashes."""
+        return [endpoint.url for endpoint in self._endpoints]
+
+    def __repr__(self) -> str:
+        return f"LLMClient(model={self.model!r}, base_urls={self.base_urls!r})"
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        for endpoint in self._endpoints:
+            await endpoint.transport.aclose()
+
+    async def check_ready(self, timeout_s: float = 10.0) -> dict[str, list[str]]:
+        """List each URL's models (GET /models); BackendError unless every URL serves `model`."""
+        served: dict[str, list[str]] = {}
+        for endpoint in self._endpoints:
+            try:
+                status, _, content = await endpoint.transport.models(min(timeout_s, self.timeout_s))
+            except TransportError as exc:
+                raise BackendError(
+                    f"cannot reach {endpoint.url}: {exc.detail}; {self._start_hint()}"
+                ) from exc
+            if status != 200:
+                raise BackendError(
+                    f"{endpoint.url}/models answered HTTP {status}: {error_message(content)}"
+                    f"{self._key_hint(status)}"
+                )
+            try:
+                ids = [str(item["id"]) for item in json.loads(content)["data"]]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise BackendError(f"{endpoint.url}/models did not return an OpenAI model list") from exc
+            if self.model not in ids:
+                listed = ", ".join(ids[:20]) + (f" ... ({len(ids)} in all)" if len(ids) > 20 else "")
+                raise BackendError(
+                    f"{endpoint.url} does not serve model {self.model!r}; it serves: {listed or 'nothing'}"
+                )
+            served[endpoint.url] = ids
+        return served
+
+    async def chat(self, messages: list[dict[str, str]], params: dict[str, Any] | None = None) -> ChatResult:
+        """One chat completion, retried and balanced as the module docstring says; BackendError on failure."""
+        params = params or {}
+        body = self._body(messages, params)
+        wants_logprobs = bool(params.get("logprobs"))
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.budget is not None and self._requests_sent >= self.budget:
+                raise BackendError(
+                    f"request budget of {self.budget} reached ({self._requests_sent} requests sent);"
+                    " raise --request-budget to go on"
+                )
+            endpoint = self._pick()
+            self._requests_sent += 1
+            endpoint.in_flight += 1
+            try:
+                async with endpoint.semaphore:
+                    started = time.perf_counter()
+                    status, headers, content = await endpoint.transport.chat(body)
+                    latency_ms = (time.perf_counter() - started) * 1000.0
+            except TransportError as exc:
+                self._failed(endpoint)
+                if attempt > self.max_retries:
+                    raise BackendError(self._transport_message(endpoint, exc, attempt)) from exc
+                delay = self._backoff(attempt)
+                _log.debug("%s: %s; retry %d in %.2f s", endpoint.url, exc.detail, attempt, delay)
+            else:
+                if status == 200:
+                    result = decode_chat(content, endpoint.url, latency_ms, attempt, wants_logprobs)
+                    if result is not None:
+                        endpoint.failures = 0
+                        return result
+                    problem = f"HTTP 200 but not a chat completion: {content[:200]!r}"
+                elif status in RETRY_STATUSES or status >= 500:
+                    problem = f"HTTP {status}: {error_message(content)}"
+                else:
+                    raise BackendError(
+                        f"{endpoint.url} rejected the request: HTTP {status}: {error_message(content)}"
+                        f"{self._key_hint(status)}"
+                    )
+                if status != 429 and status != 409:
+                    self._failed(endpoint)  # rate limits say nothing about the server's health
+                if attempt > self.max_retries:
+                    raise BackendError(f"{endpoint.url}: {problem} (gave up after {attempt} attempts)")
+                wait = retry_after_s(headers)
+                delay = min(wait, MAX_RETRY_AFTER_S) if wait is not None else self._backoff(attempt)
+                _log.debug("%s: %s; retry %d in %.2f s", endpoint.url, problem, attempt, delay)
+            await asyncio.sleep(delay)
+
+    def _body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
+        unknown = params.keys() - ALLOWED_PARAMS
+        if unknown:
+            raise UsageError(
+                f"unknown request parameter {', '.join(sorted(unknown))}; "
+                "put server-specific ones in extra_body"
+            )
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        body.update(params)
+        extra = body.pop("extra_body", None)
+        if extra:
+            body.update(extra)  # as the OpenAI SDK does: extra_body keys join the JSON body
+        return body
+
+    def _pick(self) -> _Endpoint:
+        endpoints = self._endpoints
+        if len(endpoints) == 1:
+            return endpoints[0]
+        now = time.monotonic()
+        ready = [e for e in endpoints if e.cooldown_until <= now] or [
+            min(endpoints, key=lambda e: e.cooldown_until)
+        ]
+        fewest = min(e.in_flight for e in ready)
+        tied = [e for e in ready if e.in_flight == fewest]
+        self._turn += 1
+        return tied[self._turn % len(tied)]
+
+    def _failed(self, endpoint: _Endpoint) -> None:
+        endpoint.failures += 1
+        if endpoint.failures >= self.fail_threshold and len(self._endpoints) > 1:
+            if endpoint.cooldown_until <= time.monotonic():
+                _log.warning(
+                    "%s failed %d times in a row; skipping it for %g s",
+                    endpoint.url,
+                    endpoint.failures,
+                    self.cooldown_s,
+                )
+            endpoint.cooldown_until = time.monotonic() + self.cooldown_s
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+    def _start_hint(self) -> str:
+        return f"is the server running? start it with `vllm serve {self.model}` or set --base-url"
+
+    def _key_hint(self, status: int) -> str:
+        if status not in (401, 403) or not self._api_key_env:
+            return ""
+        state = "is set" if self._key_given else "is not set"
+        return f" (the API key comes from ${self._api_key_env}, which {state})"
+
+    def _transport_message(self, endpoint: _Endpoint, exc: TransportError, attempts: int) -> str:
+        if exc.kind == "connect":
+            return f"cannot reach {endpoint.url}: {exc.detail} ({attempts} attempts); {self._start_hint()}"
+        return f"{endpoint.url}: {exc.detail} (gave up after {attempts} attempts)"

@@ -1,0 +1,105 @@
+"""Reading what an OpenAI-compatible server sent back: the completion, an error, a Retry-After."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+
+@dataclass(slots=True)
+class ChatResult:
+    """One chat completion: every choice's text, and what the request cost.
+
+    `logprobs` (when asked) holds, per choice, the list of generated tokens as the server sent them:
+    `{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}`. `cached_tokens` comes from
+    `usage.prompt_tokens_details.cached_tokens` (OpenAI, vLLM, recent llama.cpp) or llama.cpp's
+    `timings.cache_n`; None when the server reports neither. `latency_ms` is the successful attempt's.
+    """
+
+    texts: list[str]
+    finish_reasons: list[str | None]
+    logprobs: list[list[dict[str, Any]]] | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    latency_ms: float
+    base_url: str
+    attempts: int
+
+    @property
+    def text(self) -> str:
+        """The first choice's text."""
+        return self.texts[0]
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The first choice's finish reason."""
+        return self.finish_reasons[0]
+
+
+def decode_chat(
+    content: bytes, url: str, latency_ms: float, attempts: int, wants_logprobs: bool
+) -> ChatResult | None:
+    """The ChatResult in a 200 body, or None when the body is not a chat completion."""
+    try:
+        data = json.loads(content)
+        choices = data["choices"]
+        if len(choices) > 1:
+            choices = sorted(choices, key=lambda c: c.get("index", 0))
+        texts = [c["message"].get("content") or "" for c in choices]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not texts:
+        return None
+    usage = data.get("usage") or {}
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    if cached is None:
+        cached = (data.get("timings") or {}).get("cache_n")
+    logprobs = [(c.get("logprobs") or {}).get("content") or [] for c in choices] if wants_logprobs else None
+    return ChatResult(
+        texts=texts,
+        finish_reasons=[c.get("finish_reason") for c in choices],
+        logprobs=logprobs,
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+        cached_tokens=cached,
+        latency_ms=latency_ms,
+        base_url=url,
+        attempts=attempts,
+    )
+
+
+def retry_after_s(headers: dict[str, str]) -> float | None:
+    """Seconds to wait from OpenAI's retry-after-ms or Retry-After (seconds or HTTP date); None if absent."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        if name in headers:
+            try:
+                return max(0.0, float(headers[name]) * scale)
+            except ValueError:
+                pass
+    value = headers.get("retry-after")
+    try:
+        when = email.utils.parsedate_to_datetime(value) if value else None
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def error_message(content: bytes) -> str:
+    """The server's error message on one line, from an OpenAI error body or the raw text."""
+    try:
+        data = json.loads(content)
+        error = data.get("error", data) if isinstance(data, dict) else data
+        message = error.get("message") if isinstance(error, dict) else error
+        text = str(message if message is not None else data)
+    except ValueError:
+        text = content.decode("utf-8", "replace")
+    text = " ".join(text.split())
+    return (text[:300] + "...") if len(text) > 300 else (text or "(empty body)")

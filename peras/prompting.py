@@ -1,0 +1,254 @@
+"""Personalities and prompt templates: data files validated on load, rendered into chat messages.
+
+Message layout (one request = one user message, no system message):
+
+    <personality instruction>
+    <blank line>
+    <task template with query and passage filled in>
+
+For the `default` personality the instruction is empty and the message is the task text alone, with no
+leading blank line. This is Phi = [pi || tau || q || d]: the query and passage sit inside the task
+template, as in the study. A single user message is used because not every chat template (Gemma, some
+Mistral versions) accepts a system role, and it keeps the prompt identical across backends.
+
+The confidence prompt is a second, independent request with the same layout and personality; the label
+the model gave is written into the template (`{predicted_score}`), not replayed as a chat turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from peras.errors import InputError, UsageError
+from peras.paths import PERSONALITIES_DIR, PROMPTS_DIR
+
+CANONICAL_ORDER = ("default", "HA", "LA", "HC", "LC", "HE", "LE", "HN", "LN", "HO", "LO")
+DEFAULT_CODE = "default"
+POLES = ("high", "low", "none")
+PERSONALITY_KEYS = ("code", "name", "trait", "pole", "instruction")
+# Codes become column values, file names and CLI arguments: keep them short and shell-safe.
+CODE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
+PROMPT_NAMES = ("label_nocot", "label_cot", "confidence")
+PROMPT_KEYS: dict[str, type] = {
+    "name": str,
+    "description": str,
+    "placeholders": list,
+    "template": str,
+    "sampling": dict,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Personality:
+    """One personality condition; `trait` and `pole` are "none" for the default condition."""
+
+    code: str
+    name: str
+    trait: str
+    pole: str
+    instruction: str
+    source: Path = field(compare=False, repr=False)
+
+    @property
+    def is_builtin(self) -> bool:
+        """True for the eleven conditions shipped with PERAS."""
+        return self.source.parent == PERSONALITIES_DIR
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    """A task template with its declared placeholders and sampling parameters."""
+
+    name: str
+    description: str
+    placeholders: tuple[str, ...]
+    template: str
+    sampling: dict[str, Any]
+
+    def render(self, **values: object) -> str:
+        """Fill every placeholder; missing or unexpected values are a programming error."""
+        if set(values) != set(self.placeholders):
+            raise ValueError(f"prompt {self.name} takes {sorted(self.placeholders)}, got {sorted(values)}")
+        # format_map only parses the template: braces inside a query or passage are left alone.
+        return self.template.format_map(values)
+
+
+def load_personalities(extra_dir: Path | None = None) -> list[Personality]:
+    """The eleven built-in conditions in canonical order, then user files from `extra_dir` by code."""
+    builtin = {
+        p.code: p for p in (_read_personality(path) for path in sorted(PERSONALITIES_DIR.glob("*.toml")))
+    }
+    if set(builtin) != set(CANONICAL_ORDER):
+        raise InputError(
+            f"built-in personalities are {sorted(builtin)}, expected {list(CANONICAL_ORDER)}",
+            PERSONALITIES_DIR,
+        )
+    result = [builtin[code] for code in CANONICAL_ORDER]
+    if extra_dir is None:
+        return result
+    if not extra_dir.is_dir():
+        raise UsageError(f"personalities directory {extra_dir} does not exist")
+    seen = {p.code.lower(): p.source for p in result}
+    user: list[Personality] = []
+    for path in sorted(extra_dir.glob("*.toml")):
+        personality = _read_personality(path)
+        # Case-insensitive, because codes end up as file names on case-insensitive file systems.
+        if personality.code.lower() in seen:
+            raise InputError(
+                f"duplicate personality code {personality.code!r} (also in {seen[personality.code.lower()]})",
+                path,
+            )
+        if not personality.instruction.strip():
+            raise InputError("instruction is empty; only the built-in 'default' has no instruction", path)
+        seen[personality.code.lower()] = path
+        user.append(personality)
+    return result + sorted(user, key=lambda p: p.code)
+
+
+def select_personalities(codes: list[str] | None, extra_dir: Path | None = None) -> list[Personality]:
+    """The named conditions in canonical order (all of them for None); an unknown code is a UsageError."""
+    available = load_personalities(extra_dir)
+    if codes is None:
+        return available
+    known = {p.code for p in available}
+    unknown = [code for code in codes if code not in known]
+    if unknown:
+        raise UsageError(
+            f"unknown personality {', '.join(unknown)}; known: {', '.join(p.code for p in available)}"
+        )
+    wanted = set(codes)
+    return [p for p in available if p.code in wanted]
+
+
+def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
+    """Read `<directory>/<name>.toml` and check that its placeholders are exactly the declared ones."""
+    if name not in PROMPT_NAMES:
+        raise UsageError(f"unknown prompt {name!r}; known: {', '.join(PROMPT_NAMES)}")
+    path = directory / f"{name}.toml"
+    data = _read_toml(path)
+    _check_keys(data, PROMPT_KEYS, path)
+    declared = tuple(data["placeholders"])
+    if not all(isinstance(p, str) for p in declared):
+        raise InputError("placeholders must be a list of strings", path)
+    used = [fname for _, fname, _, _ in string.Formatter().parse(data["template"]) if fname is not None]
+    # A field like {0} or {a.b} or a stray brace would render something other than what was declared.
+    if sorted(set(used)) != sorted(declared) or any(not f.isidentifier() for f in used):
+        raise InputError(
+            f"template placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path
+        )
+    if data["name"] != name:
+        raise InputError(f"name is {data['name']!r}, expected {name!r}", path)
+    return PromptTemplate(name, data["description"], declared, data["template"], dict(data["sampling"]))
+
+
+def build_label_messages(
+    personality: Personality, query: str, document: str, cot: bool
+) -> list[dict[str, str]]:
+    """The label request: personality instruction, blank line, UMBRELA (cot) or bare-integer task."""
+    template = _prompt("label_cot" if cot else "label_nocot")
+    return _messages(personality, template.render(query=query, document=document))
+
+
+def build_confidence_messages(
+    personality: Personality, query: str, document: str, predicted_score: int
+) -> list[dict[str, str]]:
+    """The post-hoc confidence request for a label the same personality gave."""
+    template = _prompt("confidence")
+    return _messages(
+        personality, template.render(query=query, document=document, predicted_score=predicted_score)
+    )
+
+
+def sampling_params(name: str) -> dict[str, Any]:
+    """The sampling parameters of a prompt (a copy: callers add max_tokens, logprobs, seed...)."""
+    return dict(_prompt(name).sampling)
+
+
+def prompt_hash(messages: list[dict[str, str]]) -> str:
+    """sha256 hex of the canonical JSON of the messages: equal prompts, equal hash, on any machine."""
+    return hashlib.sha256(_canonical_json(messages)).hexdigest()
+
+
+def request_hash(
+    model: str, messages: list[dict[str, str]], params: dict[str, Any], sample_index: int
+) -> str:
+    """sha256 hex identifying one request: resending it must give the same answer at temperature 0."""
+    payload = {"model": model, "messages": messages, "params": params, "sample_index": sample_index}
+    return hashlib.sha256(_canonical_json(payload)).hexdigest()
+
+
+_PROMPT_CACHE: dict[str, PromptTemplate] = {}
+
+
+def _prompt(name: str) -> PromptTemplate:
+    # Rendering runs once per judgment: read and validate each file once per process.
+    if name not in _PROMPT_CACHE:
+        _PROMPT_CACHE[name] = load_prompt(name)
+    return _PROMPT_CACHE[name]
+
+
+def _messages(personality: Personality, task: str) -> list[dict[str, str]]:
+    text = f"{personality.instruction}\n\n{task}" if personality.instruction else task
+    return [{"role": "user", "content": text}]
+
+
+def _canonical_json(value: object) -> bytes:
+    return json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8"
+    )
+
+
+def _normalise(value: object) -> object:
+    # 0 and 0.0 are the same temperature: write integral floats as ints so both hash alike.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _normalise(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalise(v) for v in value]
+    return value
+
+
+def _read_personality(path: Path) -> Personality:
+    data = _read_toml(path)
+    _check_keys(data, dict.fromkeys(PERSONALITY_KEYS, str), path)
+    if not CODE_PATTERN.fullmatch(data["code"]):
+        raise InputError(
+            f"code {data['code']!r} must be 1-32 letters, digits, '_' or '-', starting with a letter "
+            "or digit",
+            path,
+        )
+    if data["pole"] not in POLES:
+        raise InputError(f"pole {data['pole']!r} must be one of {', '.join(POLES)}", path)
+    for key in ("name", "trait"):
+        if not data[key].strip():
+            raise InputError(f"{key} is empty", path)
+    return Personality(**{key: data[key] for key in PERSONALITY_KEYS}, source=path)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", path) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path) from exc
+
+
+def _check_keys(data: dict[str, Any], expected: dict[str, type], path: Path) -> None:
+    missing = [key for key in expected if key not in data]
+    unknown = [key for key in data if key not in expected]
+    if missing:
+        raise InputError(f"missing key {', '.join(missing)}", path)
+    if unknown:
+        raise InputError(f"unknown key {', '.join(unknown)} (allowed: {', '.join(expected)})", path)
+    for key, kind in expected.items():
+        if not isinstance(data[key], kind):
+            raise InputError(f"{key} must be a {kind.__name__}, not {type(data[key]).__name__}", path)

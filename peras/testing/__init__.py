@@ -1,0 +1,1 @@
+"""Fixtures for tests and benchmarks: a scripted OpenAI-compatible server on loopback."""

@@ -1,0 +1,86 @@
+"""The scripted OpenAI-compatible test server: scripted replies, faults, the instant responder."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import zlib
+
+import pytest
+
+from peras.errors import BackendError
+from peras.llm.client import LLMClient
+from peras.prompting import build_confidence_messages, build_label_messages, load_personalities
+from peras.testing.fake_openai import FakeOpenAI, fake_openai_process, instant, script
+
+pytestmark = pytest.mark.integration
+
+
+async def ask(url: str, messages: list[dict[str, str]], model: str = "fake-model") -> str:
+    async with LLMClient([url], model, max_retries=0) as client:
+        return (await client.chat(messages)).text
+
+
+def test_instant_label_and_confidence_answers() -> None:
+    default = load_personalities()[0]
+    label = build_label_messages(default, "cats", "Cats purr.", cot=False)
+    confidence = build_confidence_messages(default, "cats", "Cats purr.", predicted_score=2)
+    label_crc = zlib.crc32(label[0]["content"].encode("utf-8"))
+    confidence_crc = zlib.crc32(confidence[0]["content"].encode("utf-8"))
+    assert instant({"messages": label}) == str(label_crc % 4)
+    assert instant({"messages": confidence}) == str(50 + confidence_crc % 51)
+    assert instant({"messages": label, "n": 2}) == [
+        str(label_crc % 4),
+        str(zlib.crc32(label[0]["content"].encode() + b"#1") % 4),
+    ]
+
+
+def test_instant_answers_vary_across_prompts() -> None:
+    default = load_personalities()[0]
+    answers = {
+        instant({"messages": build_label_messages(default, f"q{i}", "d", cot=True)}) for i in range(40)
+    }
+    assert answers == {"0", "1", "2", "3"}
+
+
+def test_unknown_model_is_404() -> None:
+    with FakeOpenAI() as server, pytest.raises(BackendError) as caught:
+        asyncio.run(ask(server.base_url, [{"role": "user", "content": "x"}], model="gpt-9"))
+    assert (
+        str(caught.value)
+        == f"{server.base_url} rejected the request: HTTP 404: The model `gpt-9` does not exist."
+    )
+
+
+@pytest.mark.parametrize(
+    ("responder", "message"),
+    [
+        (script([]), "HTTP 500: fake server script exhausted"),  # more requests than the test scripted
+        (
+            lambda request: 1 / 0,
+            "HTTP 500: responder failed: ZeroDivisionError('division by zero')",
+        ),  # test bug
+    ],
+)
+def test_responder_problems_are_500s(responder, message: str) -> None:
+    with FakeOpenAI(responder) as server, pytest.raises(BackendError, match=re.escape(message)):
+        asyncio.run(ask(server.base_url, [{"role": "user", "content": "x"}]))
+
+
+def test_records_requests_and_resets() -> None:
+    with FakeOpenAI() as server:
+        asyncio.run(ask(server.base_url, [{"role": "user", "content": "hello"}]))
+        (request,) = server.chat_requests
+        assert (request.method, request.path, request.body["messages"]) == (
+            "POST",
+            "/v1/chat/completions",
+            [{"role": "user", "content": "hello"}],
+        )
+        server.reset()
+        assert (server.requests, server.peak_in_flight) == ([], 0)
+
+
+def test_standalone_process_serves_instant() -> None:
+    messages = [{"role": "user", "content": "hello"}]
+    with fake_openai_process() as url:
+        assert asyncio.run(ask(url, messages)) == instant({"messages": messages})
