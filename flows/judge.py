@@ -75,9 +75,9 @@ def judge(
         items = plan_work(settings, run_id, pairs, [p.code for p in chosen], cot_settings, methods)
         by_code = {p.code: p for p in chosen}
         cache = load_cached_answers(settings, config, items, pairs, by_code)
-        limit_name = endpoint_limit(settings, endpoint)
-        stats = [judge_chunk(settings, endpoint.base_urls, config, f"chunk-{index:05d}-{len(items)}", chunk, pairs,
-                             by_code, cache, limit_name) for index, chunk in enumerate(chunked(items, chunk_size))]
+        with endpoint_slots(settings, endpoint):
+            stats = [judge_chunk(settings, endpoint.base_urls, config, f"chunk-{index:05d}-{len(items)}", chunk,
+                                 pairs, by_code, cache) for index, chunk in enumerate(chunked(items, chunk_size))]
     load_shards(settings, run_id)
     n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     shares = check_judge_run(settings, run_id, n_planned)
@@ -131,18 +131,29 @@ def default_run_name(collection: str, subset: str | None, model: str) -> str:
     return "-".join(part for part in (collection, subset, model.replace("/", "_")) if part)
 
 
-def endpoint_limit(settings: Settings, endpoint: Endpoint) -> str:
-    """A Prefect global concurrency limit per endpoint, shared by every flow run that uses it."""
+@contextlib.contextmanager
+def endpoint_slots(settings: Settings, endpoint: Endpoint) -> Iterator[None]:
+    """Hold slots of the endpoint's Prefect global concurrency limit while this run sends requests.
+
+    The limit (created at settings.concurrency per URL if missing; raise it in the UI) bounds the requests in
+    flight to an endpoint across every flow run. Slots are held for the whole run, not per chunk: per-chunk
+    acquisition costs a poll interval each time. The 60 s lease (the API minimum) frees the slots of a
+    killed run within a minute.
+    """
     from prefect.client.orchestration import get_client
+    from prefect.concurrency.sync import concurrency
 
     host = urlsplit(endpoint.base_urls[0]).netloc.replace(":", "-")
     name = f"llm-{host}" if endpoint.backend != "llama.cpp" else "llm-embedded"
+    wanted = settings.concurrency * len(endpoint.base_urls)
     with get_client(sync_client=True) as client:
         try:
-            client.read_global_concurrency_limit_by_name(name)
+            limit = client.read_global_concurrency_limit_by_name(name).limit
         except Exception:  # noqa: BLE001 - Prefect raises ObjectNotFound; create it then
-            client.upsert_global_concurrency_limit_by_name(name, settings.concurrency * len(endpoint.base_urls))
-    return name
+            client.upsert_global_concurrency_limit_by_name(name, wanted)
+            limit = wanted
+    with concurrency(name, occupy=min(wanted, limit), lease_duration=60):
+        yield
 
 
 def summarize(name: str, run_id: str, endpoint: Endpoint, n_planned: int, stats: list[dict[str, Any]],

@@ -48,6 +48,15 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted: re-run the same command to resume", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug, not a user error: one line, and the traceback on request
+        if os.environ.get("PERAS_DEBUG"):
+            raise
+        click.echo(f"error: internal error {type(exc).__name__}: {exc} (PERAS_DEBUG=1 shows the traceback)",
+                   err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

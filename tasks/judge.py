@@ -11,7 +11,6 @@ from typing import Any
 import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from prefect.concurrency.sync import concurrency
 
 from peras.errors import CheckFailed, UsageError
 from peras.llm.client import LLMClient
@@ -136,12 +135,10 @@ def load_cached_answers(settings: Settings, config: JudgeConfig, items: list[Wor
 @task(cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
 def judge_chunk(settings: Settings, base_urls: list[str], config: JudgeConfig, chunk_name: str,
                 items: list[WorkItem], pairs: Pairs, personalities: dict[str, Personality],
-                cache: dict[str, Answer], limit_name: str) -> dict[str, Any]:
+                cache: dict[str, Answer]) -> dict[str, Any]:
     """Judge one chunk (hundreds of items) with async concurrency, journaling to its shard."""
     texts = {(i.query_id, i.doc_id): pairs[(i.query_id, i.doc_id)] for i in items}
-    # A short lease: slots held by a killed run come back within seconds, not minutes.
-    with concurrency(limit_name, occupy=settings.concurrency, lease_duration=30), \
-            ShardWriter(settings.shards / config.run_id, chunk_name) as writer:
+    with ShardWriter(settings.shards / config.run_id, chunk_name) as writer:
         stats = asyncio.run(_judge(settings, base_urls, config, items, texts, personalities, cache, writer))
     return asdict(stats)
 

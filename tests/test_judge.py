@@ -232,5 +232,5 @@ def test_two_concurrent_runs_on_one_warehouse_both_complete(sample, slow_server)
     for proc in (first, second):
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-    assert rows(sample, "select run_name, status, count(*) from judge_runs join judgments using (run_id) "
+    assert rows(sample, "select run_name, r.status, count(*) from judge_runs r join judgments using (run_id) "
                         "group by all order by 1") == [("run-a", "published", 880), ("run-b", "published", 880)]
