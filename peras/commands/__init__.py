@@ -1,3 +1,3 @@
 """Command modules; each exposes COMMANDS, a list of click commands registered on `peras`."""
 
-COMMAND_MODULES = ["ingest", "judge", "classify", "metrics", "import_judgments"]
+COMMAND_MODULES = ["demo", "ingest", "judge", "classify", "metrics", "import_judgments"]

@@ -1,0 +1,37 @@
+"""The main job on the embedded defaults: the shipped sample, judged by the local CPU model, end to end."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import polars as pl
+from prefect import flow
+
+from flows.classify import classify
+from flows.ingest import ingest
+from flows.judge import judge
+from flows.metrics import metrics
+from peras.settings import Settings, load_settings
+
+
+@flow(name="demo", log_prints=True)
+def demo(collection: str = "sample", limit_pairs: int | None = None, trials: int = 50,
+         settings: Settings | None = None) -> dict[str, Any]:
+    """Ingest the sample, judge it (11 personalities x with/without CoT), compute metrics, run the classifier."""
+    settings = settings or load_settings()
+    started = time.monotonic()
+    ingested = ingest(preset=collection, settings=settings)
+    judged = judge(collection=collection, limit_pairs=limit_pairs, settings=settings)
+    frames = metrics(views=["agreement", "reliability"], run=judged["run_name"], settings=settings)
+    table = classify(collection=collection, run=judged["run_name"], cot=False, confidence_method="verbalized",
+                     trials=trials, settings=settings)
+    return {"ingested": ingested, "judged": judged, "headline": headline(frames), "classify": table,
+            "elapsed_s": time.monotonic() - started}
+
+
+def headline(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """One row per personality x CoT: kappa, QWK, macro-F1 and HMR."""
+    agreement = frames["agreement"].select("personality", "cot", "n_scored", "cohen_kappa", "qwk", "macro_f1")
+    reliability = frames["reliability"].select("personality", "cot", "hmr")
+    return agreement.join(reliability, on=["personality", "cot"], how="left").sort("cot", "personality")

@@ -1,0 +1,2 @@
+-- Record one classify run (parameters in column order of clf_runs).
+insert into clf_runs values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
