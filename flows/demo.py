@@ -16,18 +16,33 @@ from peras.settings import Settings, load_settings
 
 
 @flow(name="demo", log_prints=True)
-def demo(collection: str = "sample", limit_pairs: int | None = None, trials: int = 50,
-         settings: Settings | None = None) -> dict[str, Any]:
+def demo(
+    collection: str = "sample",
+    limit_pairs: int | None = None,
+    trials: int = 50,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
     """Ingest the sample, judge it (11 personalities x with/without CoT), compute metrics, run the classifier."""
     settings = settings or load_settings()
     started = time.monotonic()
     ingested = ingest(preset=collection, settings=settings)
     judged = judge(collection=collection, limit_pairs=limit_pairs, settings=settings)
     frames = metrics(views=["agreement", "reliability"], run=judged["run_name"], settings=settings)
-    table = classify(collection=collection, run=judged["run_name"], cot=False, confidence_method="verbalized",
-                     trials=trials, settings=settings)
-    return {"ingested": ingested, "judged": judged, "headline": headline(frames), "classify": table,
-            "elapsed_s": time.monotonic() - started}
+    table = classify(
+        collection=collection,
+        run=judged["run_name"],
+        cot=False,
+        confidence_method="verbalized",
+        trials=trials,
+        settings=settings,
+    )
+    return {
+        "ingested": ingested,
+        "judged": judged,
+        "headline": headline(frames),
+        "classify": table,
+        "elapsed_s": time.monotonic() - started,
+    }
 
 
 def headline(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:

@@ -46,15 +46,25 @@ def ingest(
     subset = select_subset(staged, source)
     ingest_run_id = publish_collection(settings, source, staged, subset, fingerprint, started_at)
     return {
-        "collection_id": source.collection_id, "status": "published", "ingest_run_id": ingest_run_id,
-        "n_queries": staged.queries.height, "n_passages": staged.passages.height, "n_qrels": staged.qrels.height,
-        "n_subset_topics": subset.height, "n_subset_pairs": int(subset["n_pairs"].sum()) if subset.height else 0,
+        "collection_id": source.collection_id,
+        "status": "published",
+        "ingest_run_id": ingest_run_id,
+        "n_queries": staged.queries.height,
+        "n_passages": staged.passages.height,
+        "n_qrels": staged.qrels.height,
+        "n_subset_topics": subset.height,
+        "n_subset_pairs": int(subset["n_pairs"].sum()) if subset.height else 0,
     }
 
 
 def resolve_source(
-    settings: Settings, preset: str | None, name: str | None, qrels: list[str] | None,
-    queries: str | None, passages: str | None, subset_topics: int | None,
+    settings: Settings,
+    preset: str | None,
+    name: str | None,
+    qrels: list[str] | None,
+    queries: str | None,
+    passages: str | None,
+    subset_topics: int | None,
 ) -> CollectionSource:
     """A preset, or user files (which need --name, --qrels, --queries and --passages)."""
     if preset is not None:
@@ -65,5 +75,7 @@ def resolve_source(
     from peras.errors import UsageError
 
     if not (name and qrels and queries and passages):
-        raise UsageError("give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages")
+        raise UsageError(
+            "give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages"
+        )
     return custom_source(name, qrels, Path(queries), Path(passages), subset_topics)

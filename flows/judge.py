@@ -12,6 +12,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from peras.errors import UsageError
+from peras.progress import track
 from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
 from tasks.judge import (
@@ -68,16 +69,34 @@ def judge(
         check_endpoint(settings, endpoint.base_urls, endpoint.model)
         name = run_name or default_run_name(collection, subset, endpoint.model)
         config = judge_config(run_id_for(name), endpoint, n_samples)
-        run_id = register_run(settings, name, collection, subset, config, run_parameters(config, chosen, cot_settings,
-                                                                                      methods, limit_pairs))
+        run_id = register_run(
+            settings,
+            name,
+            collection,
+            subset,
+            config,
+            run_parameters(config, chosen, cot_settings, methods, limit_pairs),
+        )
         store_personalities(settings, chosen)
         load_shards(settings, run_id)
         items = plan_work(settings, run_id, pairs, [p.code for p in chosen], cot_settings, methods)
         by_code = {p.code: p for p in chosen}
         cache = load_cached_answers(settings, config, items, pairs, by_code)
-        with endpoint_slots(settings, endpoint):
-            stats = [judge_chunk(settings, endpoint.base_urls, config, f"chunk-{index:05d}-{len(items)}", chunk,
-                                 pairs, by_code, cache) for index, chunk in enumerate(chunked(items, chunk_size))]
+        with endpoint_slots(settings, endpoint), track(f"judging {name}", len(items)) as bar:
+            stats = [
+                judge_chunk(
+                    settings,
+                    endpoint.base_urls,
+                    config,
+                    f"chunk-{index:05d}-{len(items)}",
+                    chunk,
+                    pairs,
+                    by_code,
+                    cache,
+                    bar,
+                )
+                for index, chunk in enumerate(chunked(items, chunk_size))
+            ]
     load_shards(settings, run_id)
     n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     shares = check_judge_run(settings, run_id, n_planned)
@@ -111,19 +130,38 @@ def endpoint_for(settings: Settings, backend: str | None) -> Iterator[Endpoint]:
 def judge_config(run_id: str, endpoint: Endpoint, n_samples: int) -> JudgeConfig:
     """Remote models get the study's defaults; the embedded model gets short answer caps (recorded)."""
     if endpoint.backend == "llama.cpp":
-        return JudgeConfig(run_id, endpoint.model, endpoint.backend, EMBEDDED_MAX_TOKENS["label"],
-                           EMBEDDED_MAX_TOKENS["cot"], EMBEDDED_MAX_TOKENS["confidence"], n_samples,
-                           extra_body={"cache_prompt": True})
+        return JudgeConfig(
+            run_id,
+            endpoint.model,
+            endpoint.backend,
+            EMBEDDED_MAX_TOKENS["label"],
+            EMBEDDED_MAX_TOKENS["cot"],
+            EMBEDDED_MAX_TOKENS["confidence"],
+            n_samples,
+            extra_body={"cache_prompt": True},
+        )
     return JudgeConfig(run_id, endpoint.model, endpoint.backend, n_samples=n_samples)
 
 
-def run_parameters(config: JudgeConfig, personalities: list[Any], cot: list[bool], methods: list[str],
-                   limit_pairs: int | None) -> dict[str, Any]:
+def run_parameters(
+    config: JudgeConfig,
+    personalities: list[Any],
+    cot: list[bool],
+    methods: list[str],
+    limit_pairs: int | None,
+) -> dict[str, Any]:
     """What defines a run (stored in judge_runs.params; never credentials)."""
-    return {"personalities": [p.code for p in personalities], "cot": cot, "confidence_methods": methods,
-            "limit_pairs": limit_pairs, "label_params_nocot": config.label_params(False, methods[0]),
-            "label_params_cot": config.label_params(True, methods[0]), "confidence_params": config.confidence_params(),
-            "n_samples": config.n_samples, "sampling_temperature": config.sampling_temperature}
+    return {
+        "personalities": [p.code for p in personalities],
+        "cot": cot,
+        "confidence_methods": methods,
+        "limit_pairs": limit_pairs,
+        "label_params_nocot": config.label_params(False, methods[0]),
+        "label_params_cot": config.label_params(True, methods[0]),
+        "confidence_params": config.confidence_params(),
+        "n_samples": config.n_samples,
+        "sampling_temperature": config.sampling_temperature,
+    }
 
 
 def default_run_name(collection: str, subset: str | None, model: str) -> str:
@@ -156,23 +194,38 @@ def endpoint_slots(settings: Settings, endpoint: Endpoint) -> Iterator[None]:
         yield
 
 
-def summarize(name: str, run_id: str, endpoint: Endpoint, n_planned: int, stats: list[dict[str, Any]],
-              shares: Any) -> dict[str, Any]:
+def summarize(
+    name: str, run_id: str, endpoint: Endpoint, n_planned: int, stats: list[dict[str, Any]], shares: Any
+) -> dict[str, Any]:
     """Counts for the CLI and the artifact."""
-    return {"run_name": name, "run_id": run_id, "model": endpoint.model, "backend": endpoint.backend,
-            "n_planned": n_planned, "n_judged_now": sum(s["n_items"] for s in stats),
-            "n_sent": sum(s["n_sent"] for s in stats), "n_cached": sum(s["n_cached"] for s in stats),
-            "n_failures": int(shares["n_failures"].sum()) if shares.height else 0}
+    return {
+        "run_name": name,
+        "run_id": run_id,
+        "model": endpoint.model,
+        "backend": endpoint.backend,
+        "n_planned": n_planned,
+        "n_judged_now": sum(s["n_items"] for s in stats),
+        "n_sent": sum(s["n_sent"] for s in stats),
+        "n_cached": sum(s["n_cached"] for s in stats),
+        "n_failures": int(shares["n_failures"].sum()) if shares.height else 0,
+    }
 
 
 def report_artifact(summary: dict[str, Any], shares: Any) -> None:
     """A markdown table of the run in the Prefect UI."""
-    lines = [f"# Judge run `{summary['run_name']}`", "",
-             f"{summary['n_planned']:,} judgments planned; {summary['n_judged_now']:,} made now "
-             f"({summary['n_sent']:,} requests sent, {summary['n_cached']:,} from the warehouse).", "",
-             "| personality | CoT | method | items | parse failures |", "|---|---|---|---|---|"]
-    lines += [f"| {r['personality']} | {r['cot']} | {r['confidence_method']} | {r['n_items']} | {r['n_failures']} |"
-              for r in shares.iter_rows(named=True)]
+    lines = [
+        f"# Judge run `{summary['run_name']}`",
+        "",
+        f"{summary['n_planned']:,} judgments planned; {summary['n_judged_now']:,} made now "
+        f"({summary['n_sent']:,} requests sent, {summary['n_cached']:,} from the warehouse).",
+        "",
+        "| personality | CoT | method | items | parse failures |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['personality']} | {r['cot']} | {r['confidence_method']} | {r['n_items']} | {r['n_failures']} |"
+        for r in shares.iter_rows(named=True)
+    ]
     try:
         create_markdown_artifact("\n".join(lines), key="judge-summary", description="judge run summary")
     except Exception as exc:  # noqa: BLE001 - an artifact is a nicety; the run itself succeeded

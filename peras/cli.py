@@ -35,6 +35,9 @@ for module_name in COMMAND_MODULES:
 
 def main() -> None:
     """Entry point: user errors become one line and an exit code (0 ok, 1 failed check, 2 usage)."""
+    from peras.progress import enable_if_terminal
+
+    enable_if_terminal()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -54,8 +57,9 @@ def main() -> None:
     except Exception as exc:  # a bug, not a user error: one line, and the traceback on request
         if os.environ.get("PERAS_DEBUG"):
             raise
-        click.echo(f"error: internal error {type(exc).__name__}: {exc} (PERAS_DEBUG=1 shows the traceback)",
-                   err=True)
+        click.echo(
+            f"error: internal error {type(exc).__name__}: {exc} (PERAS_DEBUG=1 shows the traceback)", err=True
+        )
         sys.exit(1)
 
 

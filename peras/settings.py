@@ -25,22 +25,32 @@ class Settings(BaseSettings):
 
     warehouse: Path = Field(Path("warehouse/peras.duckdb"), description="DuckDB warehouse file")
     data_dir: Path = Field(PROJECT_ROOT.parent / "shared" / "data", description="real collections (presets)")
-    shards_dir: Path | None = Field(None, description="append-only judge shards; default: next to the warehouse")
+    shards_dir: Path | None = Field(
+        None, description="append-only judge shards; default: next to the warehouse"
+    )
     reports_dir: Path = Field(Path("reports"), description="where `peras report` writes")
     personalities_dir: Path | None = Field(None, description="extra user personality files (*.toml)")
 
     # LLM endpoint. base_urls: several URLs serving one model are load-balanced.
-    base_urls: Annotated[list[str], NoDecode] = Field(default_factory=list, description="OpenAI-compatible base URLs; empty: embedded")
+    base_urls: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="OpenAI-compatible base URLs; empty: embedded"
+    )
     model: str | None = Field(None, description="model name sent to the endpoint")
-    api_key_env: str = Field("OPENAI_API_KEY", description="name of the environment variable holding the API key")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="name of the environment variable holding the API key"
+    )
     concurrency: int = Field(8, ge=1, description="requests in flight per endpoint")
     request_timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(6, ge=0, description="retries on timeouts, 5xx and 429")
     request_budget: int | None = Field(None, ge=0, description="most LLM requests one run may send")
-    max_parse_failure_share: float = Field(0.05, ge=0, le=1, description="judge gate threshold per personality")
+    max_parse_failure_share: float = Field(
+        0.05, ge=0, le=1, description="judge gate threshold per personality"
+    )
 
     # Embedded local model (llama.cpp server started by peras).
-    local_cache_dir: Path = Field(Path(os.path.expanduser("~/.cache/peras")), description="built server, weights")
+    local_cache_dir: Path = Field(
+        Path(os.path.expanduser("~/.cache/peras")), description="built server, weights"
+    )
     local_parallel: int = Field(2, ge=1, description="llama-server parallel slots")
     local_ctx: int = Field(8192, ge=512, description="llama-server context size (shared by slots)")
 

@@ -29,7 +29,9 @@ def now() -> datetime:
 
 
 @contextmanager
-def connect(path: Path, read_only: bool = False, wait_s: float = 120.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(
+    path: Path, read_only: bool = False, wait_s: float = 120.0
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the warehouse, waiting while another process holds the write lock."""
     if read_only and not path.exists():
         raise UsageError(f"no warehouse at {path}: run `peras ingest sample` (or set PERAS_WAREHOUSE) first")
@@ -97,7 +99,9 @@ def apply_views(con: duckdb.DuckDBPyConnection) -> None:
         for path in pending:
             text = path.read_text(encoding="utf-8")
             body = _strip_comments(text).lstrip().lower()
-            statement = text if body.startswith("create") else f"create or replace view {path.stem} as\n{text}"
+            statement = (
+                text if body.startswith("create") else f"create or replace view {path.stem} as\n{text}"
+            )
             try:
                 con.execute(statement)
             except duckdb.CatalogException as exc:

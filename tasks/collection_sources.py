@@ -58,7 +58,9 @@ def preset_source(name: str, settings: Settings) -> CollectionSource:
     """Resolve a preset name to its files."""
     spec = presets().get(name)
     if spec is None:
-        raise UsageError(f"unknown collection preset {name!r}; choose one of {', '.join(presets())}, or give --qrels")
+        raise UsageError(
+            f"unknown collection preset {name!r}; choose one of {', '.join(presets())}, or give --qrels"
+        )
     base = SAMPLE_DIR if spec.get("location") == "package" else settings.data_dir
     return CollectionSource(
         collection_id=name,
@@ -88,8 +90,14 @@ def custom_source(
             raise UsageError(f"qrels set {name!r} given twice; name them SET=PATH")
         qrels_sets[name] = Path(path)
     return CollectionSource(
-        collection_id, f"user files ({', '.join(str(p) for p in qrels_sets.values())})", None,
-        queries, passages, qrels_sets, subset_topics, None,
+        collection_id,
+        f"user files ({', '.join(str(p) for p in qrels_sets.values())})",
+        None,
+        queries,
+        passages,
+        qrels_sets,
+        subset_topics,
+        None,
     )
 
 

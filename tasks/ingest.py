@@ -45,8 +45,12 @@ def fingerprint_sources(source: CollectionSource) -> tuple[str, pl.DataFrame]:
         {"role": f.role, "path": str(f.path), "sha256": sha256_file(f.path), "n_bytes": f.path.stat().st_size}
         for f in source.files
     ]
-    basis = {"v": INGEST_VERSION, "files": [(r["role"], r["sha256"]) for r in rows],
-             "subset": [source.subset_topics, source.subset_qrels, source.subset_min_pairs], "description": source.description}
+    basis = {
+        "v": INGEST_VERSION,
+        "files": [(r["role"], r["sha256"]) for r in rows],
+        "subset": [source.subset_topics, source.subset_qrels, source.subset_min_pairs],
+        "description": source.description,
+    }
     fingerprint = hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
     return fingerprint, pl.DataFrame(rows)
 
@@ -82,7 +86,9 @@ def read_collection(source: CollectionSource, files: pl.DataFrame) -> StagedColl
         queries=pl.DataFrame({"query_id": list(queries.records), "text": list(queries.records.values())}),
         passages=pl.DataFrame({"doc_id": list(passages.records), "text": list(passages.records.values())}),
         qrels=qrels,
-        files=files.with_columns(pl.col("role").replace_strict(counts, return_dtype=pl.Int64).alias("n_records")),
+        files=files.with_columns(
+            pl.col("role").replace_strict(counts, return_dtype=pl.Int64).alias("n_records")
+        ),
         n_source_pairs=n_source_pairs,
     )
 
@@ -102,7 +108,8 @@ def _require_texts(
         raise InputError(
             f"query {missing_q[0][0]} is judged but has no text in {source.queries} "
             f"({len(missing_q)} pairs, {len(ids)} queries without text, e.g. {', '.join(ids[:5])})",
-            path, line,
+            path,
+            line,
         )
     if missing_d:
         path, line = first_line[missing_d[0]]
@@ -110,7 +117,8 @@ def _require_texts(
         raise InputError(
             f"passage {missing_d[0][1]} is judged but has no text in {source.passages} "
             f"({len(missing_d)} pairs, {len(ids)} passages without text, e.g. {', '.join(ids[:5])})",
-            path, line,
+            path,
+            line,
         )
 
 
@@ -120,12 +128,18 @@ def check_collection(staged: StagedCollection) -> None:
     pairs = staged.qrels.join(staged.queries.rename({"text": "query_text"}), on="query_id", how="left").join(
         staged.passages.rename({"text": "passage_text"}), on="doc_id", how="left"
     )
-    gate([
-        ("qrels", staged.qrels, {"n_source_pairs": staged.n_source_pairs}),
-        ("judged_pairs", pairs, {}),
-        ("texts", staged.queries.rename({"query_id": "id"}), {"n_expected": pairs["query_id"].n_unique()}),
-        ("texts", staged.passages.rename({"doc_id": "id"}), {"n_expected": pairs["doc_id"].n_unique()}),
-    ])
+    gate(
+        [
+            ("qrels", staged.qrels, {"n_source_pairs": staged.n_source_pairs}),
+            ("judged_pairs", pairs, {}),
+            (
+                "texts",
+                staged.queries.rename({"query_id": "id"}),
+                {"n_expected": pairs["query_id"].n_unique()},
+            ),
+            ("texts", staged.passages.rename({"doc_id": "id"}), {"n_expected": pairs["doc_id"].n_unique()}),
+        ]
+    )
 
 
 @task(cache_policy=NO_CACHE)
@@ -138,27 +152,53 @@ def select_subset(staged: StagedCollection, source: CollectionSource) -> pl.Data
 
 @task(cache_policy=NO_CACHE)
 def publish_collection(
-    settings: Settings, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame, fingerprint: str,
+    settings: Settings,
+    source: CollectionSource,
+    staged: StagedCollection,
+    subset: pl.DataFrame,
+    fingerprint: str,
     started_at: Any,
 ) -> str:
     """Replace the collection, its subsets and its ingest record in one transaction."""
     ingest_run_id = uuid.uuid4().hex
     base = {"collection_id": source.collection_id}
     with open_migrated(settings.warehouse) as con:
-        for name, frame in [("staged_queries", staged.queries), ("staged_passages", staged.passages),
-                            ("staged_qrels", staged.qrels), ("staged_files", staged.files)]:
+        for name, frame in [
+            ("staged_queries", staged.queries),
+            ("staged_passages", staged.passages),
+            ("staged_qrels", staged.qrels),
+            ("staged_files", staged.files),
+        ]:
             con.register(name, frame.to_arrow())
         con.execute("begin transaction")
         try:
             run_sql(con, "ingest/delete_collection", base)
-            run_sql(con, "ingest/insert_collection", base | {
-                "description": source.description, "preset": source.preset, "fingerprint": fingerprint,
-                "ingested_at": now()})
+            run_sql(
+                con,
+                "ingest/insert_collection",
+                base
+                | {
+                    "description": source.description,
+                    "preset": source.preset,
+                    "fingerprint": fingerprint,
+                    "ingested_at": now(),
+                },
+            )
             _store_subsets(con, source, staged, subset)
-            run_sql(con, "ingest/insert_ingest_run", base | {
-                "ingest_run_id": ingest_run_id, "fingerprint": fingerprint, "started_at": started_at,
-                "finished_at": now(), "n_queries": staged.queries.height, "n_passages": staged.passages.height,
-                "n_qrels": staged.qrels.height})
+            run_sql(
+                con,
+                "ingest/insert_ingest_run",
+                base
+                | {
+                    "ingest_run_id": ingest_run_id,
+                    "fingerprint": fingerprint,
+                    "started_at": started_at,
+                    "finished_at": now(),
+                    "n_queries": staged.queries.height,
+                    "n_passages": staged.passages.height,
+                    "n_qrels": staged.qrels.height,
+                },
+            )
             con.execute("commit")
         except BaseException:
             con.execute("rollback")
@@ -166,21 +206,42 @@ def publish_collection(
     return ingest_run_id
 
 
-def _store_subsets(con: Any, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame) -> None:
+def _store_subsets(
+    con: Any, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame
+) -> None:
     """The balanced subset, plus one subset per qrels set when a collection has several (LLMJudge dev/test)."""
     named: list[tuple[str, pl.DataFrame, str, dict[str, Any]]] = []
     if subset.height:
-        params = {"n_topics": source.subset_topics, "min_pairs": source.subset_min_pairs,
-                  "qrels_set": source.subset_qrels}
+        params = {
+            "n_topics": source.subset_topics,
+            "min_pairs": source.subset_min_pairs,
+            "qrels_set": source.subset_qrels,
+        }
         named.append(("balanced", subset, SUBSET_RULE.format(**params), params))
     if len(source.qrels) > 1:
         for qset in sorted(source.qrels):
-            topics = (staged.qrels.filter(pl.col("qrels_set") == qset).select("query_id").unique().sort("query_id")
-                      .with_row_index("rank", offset=1).with_columns(pl.lit(None, pl.Float64).alias("balance_score")))
+            topics = (
+                staged.qrels.filter(pl.col("qrels_set") == qset)
+                .select("query_id")
+                .unique()
+                .sort("query_id")
+                .with_row_index("rank", offset=1)
+                .with_columns(pl.lit(None, pl.Float64).alias("balance_score"))
+            )
             named.append((qset, topics, f"every topic of the {qset} qrels", {"qrels_set": qset}))
     for name, topics, rule, params in named:
-        con.register("staged_subset_topics", topics.select("query_id", pl.col("rank").cast(pl.Int32),
-                                                            "balance_score").to_arrow())
-        run_sql(con, "ingest/replace_subset", {
-            "collection_id": source.collection_id, "subset_name": name, "rule": rule,
-            "params": json.dumps(params), "created_at": now()})
+        con.register(
+            "staged_subset_topics",
+            topics.select("query_id", pl.col("rank").cast(pl.Int32), "balance_score").to_arrow(),
+        )
+        run_sql(
+            con,
+            "ingest/replace_subset",
+            {
+                "collection_id": source.collection_id,
+                "subset_name": name,
+                "rule": rule,
+                "params": json.dumps(params),
+                "created_at": now(),
+            },
+        )

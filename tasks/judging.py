@@ -23,7 +23,13 @@ from typing import Any
 
 from peras.errors import RequestRejected
 from peras.llm.client import LLMClient
-from peras.llm.parsing import ParseResult, label_logprob_scores, label_token_top_logprobs, parse_confidence, parse_label
+from peras.llm.parsing import (
+    ParseResult,
+    label_logprob_scores,
+    label_token_top_logprobs,
+    parse_confidence,
+    parse_label,
+)
 from peras.prompting import (
     Personality,
     build_confidence_messages,
@@ -113,9 +119,16 @@ class ChunkStats:
 class ChunkJudge:
     """Judges the items of one chunk against one client, writing every result to a shard."""
 
-    def __init__(self, client: LLMClient, config: JudgeConfig, personalities: dict[str, Personality],
-                 texts: dict[tuple[str, str], tuple[str, str]], cache: dict[str, Answer], writer: ShardWriter,
-                 on_item: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        config: JudgeConfig,
+        personalities: dict[str, Personality],
+        texts: dict[tuple[str, str], tuple[str, str]],
+        cache: dict[str, Answer],
+        writer: ShardWriter,
+        on_item: Callable[[], None] | None = None,
+    ) -> None:
         self.client = client
         self.config = config
         self.personalities = personalities
@@ -149,13 +162,22 @@ class ChunkJudge:
             if item.method == "sampling":
                 row = await self._by_sampling(item, messages, params)
             else:
-                row = await self._by_label_then_confidence(item, personality, query, document, messages, params)
+                row = await self._by_label_then_confidence(
+                    item, personality, query, document, messages, params
+                )
         except RequestRejected as exc:
             row = {"status": "error", "reason": str(exc)[:500]}
         self._write_judgment(item, row)
 
-    async def _by_label_then_confidence(self, item: WorkItem, personality: Personality, query: str, document: str,
-                                        messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
+    async def _by_label_then_confidence(
+        self,
+        item: WorkItem,
+        personality: Personality,
+        query: str,
+        document: str,
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+    ) -> dict[str, Any]:
         label = await self.ask(messages, params, "label", lambda text: parse_label(text, item.cot))
         row: dict[str, Any] = {"label_request_id": label.request_id}
         if not label.ok:
@@ -166,32 +188,56 @@ class ChunkJudge:
             scores = label_logprob_scores(label_token_top_logprobs(label.logprobs, value))
             if scores.p_chosen is None:
                 return row | {"status": "confidence_parse_failure", "reason": f"logprob: {scores.reason}"}
-            return row | {"status": "ok", "confidence": 100.0 * scores.dist[value],  # type: ignore[index]
-                          "expected_score": scores.expected_score}
+            return row | {
+                "status": "ok",
+                "confidence": 100.0 * scores.dist[value],  # type: ignore[index]
+                "expected_score": scores.expected_score,
+            }
         confidence_messages = build_confidence_messages(personality, query, document, value)
-        confidence = await self.ask(confidence_messages, self.config.confidence_params(), "confidence",
-                                    parse_confidence)
+        confidence = await self.ask(
+            confidence_messages, self.config.confidence_params(), "confidence", parse_confidence
+        )
         row["confidence_request_id"] = confidence.request_id
         if not confidence.ok:
             return row | {"status": "confidence_parse_failure", "reason": confidence.reason}
         return row | {"status": "ok", "confidence": float(confidence.value)}  # type: ignore[arg-type]
 
-    async def _by_sampling(self, item: WorkItem, messages: list[dict[str, str]],
-                           params: dict[str, Any]) -> dict[str, Any]:
-        answers = await asyncio.gather(*(
-            self.ask(messages, params | {"seed": index}, "label", lambda text: parse_label(text, item.cot), index)
-            for index in range(self.config.n_samples)))
+    async def _by_sampling(
+        self, item: WorkItem, messages: list[dict[str, str]], params: dict[str, Any]
+    ) -> dict[str, Any]:
+        answers = await asyncio.gather(
+            *(
+                self.ask(
+                    messages,
+                    params | {"seed": index},
+                    "label",
+                    lambda text: parse_label(text, item.cot),
+                    index,
+                )
+                for index in range(self.config.n_samples)
+            )
+        )
         votes = [int(a.value) for a in answers if a.ok]  # type: ignore[arg-type]
         row: dict[str, Any] = {"label_request_id": answers[0].request_id}
         if not votes:
             return row | {"status": "label_parse_failure", "reason": f"no parseable sample of {len(answers)}"}
         counts = Counter(votes)
         label = max(counts, key=lambda k: (counts[k], -k))
-        return row | {"status": "ok", "label": label, "confidence": 100.0 * counts[label] / len(answers),
-                      "expected_score": sum(votes) / len(votes)}
+        return row | {
+            "status": "ok",
+            "label": label,
+            "confidence": 100.0 * counts[label] / len(answers),
+            "expected_score": sum(votes) / len(votes),
+        }
 
-    async def ask(self, messages: list[dict[str, str]], params: dict[str, Any], purpose: str,
-                  parse: Callable[[str], ParseResult], sample_index: int = 0) -> Answer:
+    async def ask(
+        self,
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        purpose: str,
+        parse: Callable[[str], ParseResult],
+        sample_index: int = 0,
+    ) -> Answer:
         """Send a request (unless already answered), regenerating unparseable answers up to 4 times."""
         request_id = request_hash(self.config.model, messages, params, sample_index)
         cached = self.cache.get(request_id)
@@ -209,16 +255,29 @@ class ChunkJudge:
                 break
         logprobs = result.logprobs[0] if result.logprobs else None
         answer = Answer(request_id, parsed.value, parsed.ok, parsed.reason, logprobs)
-        self.writer.request({
-            "request_id": request_id, "model": self.config.model, "backend": self.config.backend,
-            "prompt_hash": prompt_hash(messages), "purpose": purpose, "params": params, "messages": messages,
-            "raw_text": result.text, "attempts": len(texts), "attempt_texts": texts,
-            "parsed_value": parsed.value, "parse_status": "ok" if parsed.ok else "parse_failure",
-            "parse_reason": None if parsed.ok else parsed.reason, "logprobs": logprobs,
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "cached_tokens": result.cached_tokens, "latency_ms": (time.perf_counter() - started) * 1000.0,
-            "created_at": now().isoformat(),
-        })
+        self.writer.request(
+            {
+                "request_id": request_id,
+                "model": self.config.model,
+                "backend": self.config.backend,
+                "prompt_hash": prompt_hash(messages),
+                "purpose": purpose,
+                "params": params,
+                "messages": messages,
+                "raw_text": result.text,
+                "attempts": len(texts),
+                "attempt_texts": texts,
+                "parsed_value": parsed.value,
+                "parse_status": "ok" if parsed.ok else "parse_failure",
+                "parse_reason": None if parsed.ok else parsed.reason,
+                "logprobs": logprobs,
+                "prompt_tokens": result.prompt_tokens,
+                "completion_tokens": result.completion_tokens,
+                "cached_tokens": result.cached_tokens,
+                "latency_ms": (time.perf_counter() - started) * 1000.0,
+                "created_at": now().isoformat(),
+            }
+        )
         self.cache[request_id] = answer
         return answer
 
@@ -226,13 +285,23 @@ class ChunkJudge:
         self.stats.n_items += 1
         if row.get("status") != "ok":
             self.stats.n_failures += 1
-        self.writer.judgment({
-            "run_id": self.config.run_id, "query_id": item.query_id, "doc_id": item.doc_id,
-            "personality": item.personality, "cot": item.cot, "confidence_method": item.method,
-            "label": row.get("label"), "confidence": row.get("confidence"),
-            "expected_score": row.get("expected_score"), "status": row["status"], "reason": row.get("reason"),
-            "label_request_id": row.get("label_request_id"),
-            "confidence_request_id": row.get("confidence_request_id"), "judged_at": now().isoformat(),
-        })
+        self.writer.judgment(
+            {
+                "run_id": self.config.run_id,
+                "query_id": item.query_id,
+                "doc_id": item.doc_id,
+                "personality": item.personality,
+                "cot": item.cot,
+                "confidence_method": item.method,
+                "label": row.get("label"),
+                "confidence": row.get("confidence"),
+                "expected_score": row.get("expected_score"),
+                "status": row["status"],
+                "reason": row.get("reason"),
+                "label_request_id": row.get("label_request_id"),
+                "confidence_request_id": row.get("confidence_request_id"),
+                "judged_at": now().isoformat(),
+            }
+        )
         if self.on_item is not None:
             self.on_item()

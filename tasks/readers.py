@@ -92,7 +92,9 @@ def read_qrels(path: Path) -> QrelsFile:
         n_records += 1
         fields = text.split()
         if len(fields) != 4:
-            raise InputError(f"expected 4 columns `query_id Q0 doc_id relevance`, found {len(fields)}", path, line_no)
+            raise InputError(
+                f"expected 4 columns `query_id Q0 doc_id relevance`, found {len(fields)}", path, line_no
+            )
         query_id, iteration, doc_id, label = fields
         if iteration not in QRELS_ITER_COLUMN:
             raise InputError(f"second column must be Q0 or 0, found {iteration!r}", path, line_no)
@@ -161,7 +163,9 @@ def read_jsonl(path: Path, wanted: set[str] | None = None) -> ReadResult:
             raise InputError(f"expected keys {names}; found {sorted(obj)[:6]}", path, line_no)
         record_id, body = obj[id_key], obj[text_key]
         if not isinstance(body, str) or isinstance(record_id, bool | list | dict) or record_id is None:
-            raise InputError(f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no)
+            raise InputError(
+                f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no
+            )
         _keep(records, str(record_id).strip(), body.strip(), wanted, path, line_no, "passage")
     return ReadResult(records, n_records)
 
@@ -178,7 +182,13 @@ def read_passages(path: Path, wanted: set[str] | None = None) -> ReadResult:
 
 
 def _keep(
-    records: dict[str, str], record_id: str, body: str, wanted: set[str] | None, path: Path, line: int, what: str
+    records: dict[str, str],
+    record_id: str,
+    body: str,
+    wanted: set[str] | None,
+    path: Path,
+    line: int,
+    what: str,
 ) -> None:
     if wanted is not None and record_id not in wanted:
         return

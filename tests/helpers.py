@@ -44,8 +44,12 @@ def snapshot(path: Path) -> str:
     digest = hashlib.sha256()
     con = duckdb.connect(str(path), read_only=True)
     try:
-        tables = [r[0] for r in con.execute(
-            "select table_name from information_schema.tables where table_type = 'BASE TABLE' order by 1").fetchall()]
+        tables = [
+            r[0]
+            for r in con.execute(
+                "select table_name from information_schema.tables where table_type = 'BASE TABLE' order by 1"
+            ).fetchall()
+        ]
         for table in tables:
             rows = con.execute(f'select * from "{table}" order by all').fetchall()  # noqa: S608 - test helper
             digest.update(f"{table}:{rows!r}".encode())

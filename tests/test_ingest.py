@@ -29,8 +29,14 @@ REAL = [
     # preset, pairs, queries, passages, (first qrel), (last qrel)
     ("dl19", 9260, 43, 9139, ("19335", "1017759", 0), ("1133167", "977421", 0)),
     ("dl20", 11386, 54, 11224, ("23849", "1020327", 2), ("1136962", "999215", 0)),
-    ("dl21", 10828, 53, 10824, ("2082", "msmarco_passage_01_552803451", 0),
-     ("1129560", "msmarco_passage_68_639912287", 0)),
+    (
+        "dl21",
+        10828,
+        53,
+        10824,
+        ("2082", "msmarco_passage_01_552803451", 0),
+        ("1129560", "msmarco_passage_68_639912287", 0),
+    ),
     ("llmjudge", 7263 + 4423, 50, 11621, ("q18", "p6285", 2), ("q9", "p8619", 0)),
 ]
 
@@ -42,7 +48,9 @@ def test_real_collection_counts(settings, preset, n_pairs, n_queries, n_passages
     for qrel in (first, last):
         if qrel:
             query_id, doc_id, relevance = qrel
-            got = rows(settings, f"select relevance from qrels where query_id = '{query_id}' and doc_id = '{doc_id}'")
+            got = rows(
+                settings, f"select relevance from qrels where query_id = '{query_id}' and doc_id = '{doc_id}'"
+            )
             assert got == [(relevance,)]
     files = rows(settings, "select role, n_records, length(sha256) from ingest_files order by role")
     assert all(length == 64 for _, _, length in files)
@@ -50,22 +58,32 @@ def test_real_collection_counts(settings, preset, n_pairs, n_queries, n_passages
 
 def test_llmjudge_keeps_dev_and_test_apart(settings):
     ingest(preset="llmjudge", settings=settings)
-    assert rows(settings, "select qrels_set, count(*), count(distinct query_id) from qrels group by 1 order by 1") == [
-        ("dev", 7263, 25), ("test", 4423, 25)]
+    assert rows(
+        settings, "select qrels_set, count(*), count(distinct query_id) from qrels group by 1 order by 1"
+    ) == [("dev", 7263, 25), ("test", 4423, 25)]
     assert rows(settings, "select subset_name, n_topics, n_pairs from subsets order by 1") == [
-        ("balanced", 21, 6493), ("dev", 25, 7263), ("test", 25, 4423)]
+        ("balanced", 21, 6493),
+        ("dev", 25, 7263),
+        ("test", 25, 4423),
+    ]
 
 
 def test_balanced_subsets_are_deterministic_and_sized(settings):
     for preset in ("dl19", "dl20", "dl21"):
         ingest(preset=preset, settings=settings)
-    got = rows(settings, "select collection_id, n_topics, n_pairs from subsets where subset_name = 'balanced' order by 1")
+    got = rows(
+        settings,
+        "select collection_id, n_topics, n_pairs from subsets where subset_name = 'balanced' order by 1",
+    )
     # Published: DL19 22 / 4,141, DL20 25 / 5,213, DL21 21 / 4,304 (topic lists unpublished); see docs/subsets.md.
     assert got == [("dl19", 22, 5268), ("dl20", 25, 5315), ("dl21", 21, 4269)]
-    levels = rows(settings, """
+    levels = rows(
+        settings,
+        """
         select count(distinct t.query_id) from subset_topics t join qrels q using (collection_id, query_id)
         where t.subset_name = 'balanced' and t.collection_id = 'dl19'
-        group by t.query_id having count(distinct q.relevance) = 4""")
+        group by t.query_id having count(distinct q.relevance) = 4""",
+    )
     assert len(levels) == 22
 
 
@@ -93,7 +111,9 @@ def custom_files(tmp_path: Path, gz: bool = False) -> dict[str, Path]:
 
 def test_changed_files_replace_the_collection(settings, tmp_path):
     files = custom_files(tmp_path, gz=True)
-    args = dict(name="mine", queries=str(files["queries"]), passages=str(files["passages"]), settings=settings)
+    args = dict(
+        name="mine", queries=str(files["queries"]), passages=str(files["passages"]), settings=settings
+    )
     ingest(qrels=[str(files["qrels"])], **args)
     text = gzip.decompress(files["qrels"].read_bytes()).decode().replace("s1 0 e1 3", "s1 0 e1 2")
     files["qrels"].write_bytes(gzip.compress(text.encode()))
@@ -107,10 +127,16 @@ def test_msmarco_tsv_passages_split_on_first_tab(settings, tmp_path):
     files = custom_files(tmp_path)
     tsv = tmp_path / "collection.tsv"
     import json
+
     lines = [json.loads(line) for line in files["passages"].read_text().splitlines()]
     tsv.write_text("".join(f"{p['docid']}\t{p['doc']}\twith\ta tab\n" for p in lines))
-    ingest(name="tsv", qrels=[str(files["qrels"])], queries=str(files["queries"]), passages=str(tsv),
-           settings=settings)
+    ingest(
+        name="tsv",
+        qrels=[str(files["qrels"])],
+        queries=str(files["queries"]),
+        passages=str(tsv),
+        settings=settings,
+    )
     assert rows(settings, "select text like '%with\ta tab' from passages where doc_id = 'e1'") == [(True,)]
 
 
@@ -140,8 +166,20 @@ def test_bad_qrels_give_one_line_and_change_nothing(settings, tmp_path, capsys, 
     before = snapshot(settings.warehouse)
     files = custom_files(tmp_path)
     files["qrels"].write_text(content)
-    result = run_cli(capsys, "ingest", "--warehouse", str(settings.warehouse), "--name", "bad", "--qrels",
-                     str(files["qrels"]), "--queries", str(files["queries"]), "--passages", str(files["passages"]))
+    result = run_cli(
+        capsys,
+        "ingest",
+        "--warehouse",
+        str(settings.warehouse),
+        "--name",
+        "bad",
+        "--qrels",
+        str(files["qrels"]),
+        "--queries",
+        str(files["queries"]),
+        "--passages",
+        str(files["passages"]),
+    )
     assert result.exit_code == 1
     assert message in result.err
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
@@ -151,8 +189,20 @@ def test_bad_qrels_give_one_line_and_change_nothing(settings, tmp_path, capsys, 
 def test_non_utf8_bytes_name_line_and_column(settings, tmp_path, capsys):
     files = custom_files(tmp_path)
     files["queries"].write_bytes(b"s1\thow long\ns2\tnorthern \xff lights\n")
-    result = run_cli(capsys, "ingest", "--warehouse", str(settings.warehouse), "--name", "bad", "--qrels",
-                     str(files["qrels"]), "--queries", str(files["queries"]), "--passages", str(files["passages"]))
+    result = run_cli(
+        capsys,
+        "ingest",
+        "--warehouse",
+        str(settings.warehouse),
+        "--name",
+        "bad",
+        "--qrels",
+        str(files["qrels"]),
+        "--queries",
+        str(files["queries"]),
+        "--passages",
+        str(files["passages"]),
+    )
     assert result.exit_code == 1
     assert "queries.tsv:2: not UTF-8: byte 0xff at column 13" in result.err
     assert snapshot(settings.warehouse) == "absent" or "collections" not in result.out
@@ -162,9 +212,20 @@ def test_missing_file_is_a_usage_error(settings, tmp_path, capsys):
     ingest(preset="sample", settings=settings)
     before = snapshot(settings.warehouse)
     files = custom_files(tmp_path)
-    result = run_cli(capsys, "ingest", "--warehouse", str(settings.warehouse), "--name", "bad", "--qrels",
-                     str(tmp_path / "nope.txt"), "--queries", str(files["queries"]), "--passages",
-                     str(files["passages"]))
+    result = run_cli(
+        capsys,
+        "ingest",
+        "--warehouse",
+        str(settings.warehouse),
+        "--name",
+        "bad",
+        "--qrels",
+        str(tmp_path / "nope.txt"),
+        "--queries",
+        str(files["queries"]),
+        "--passages",
+        str(files["passages"]),
+    )
     assert result.exit_code == 2
     assert result.err.strip() == f"error: file not found: {tmp_path / 'nope.txt'}"
     assert snapshot(settings.warehouse) == before
@@ -180,10 +241,28 @@ def test_gate_failure_lists_rows_and_publishes_nothing(settings, tmp_path, capsy
     ingest(preset="sample", settings=settings)
     before = snapshot(settings.warehouse)
     files = custom_files(tmp_path)
-    files["passages"].write_text(files["passages"].read_text().replace(
-        '{"docid": "e1", "doc": "For a soft', '{"docid": "e1", "doc": "   "}\n{"docid": "zz", "doc": "For a soft'))
-    result = run_cli(capsys, "ingest", "--warehouse", str(settings.warehouse), "--name", "gate", "--qrels",
-                     str(files["qrels"]), "--queries", str(files["queries"]), "--passages", str(files["passages"]))
+    files["passages"].write_text(
+        files["passages"]
+        .read_text()
+        .replace(
+            '{"docid": "e1", "doc": "For a soft',
+            '{"docid": "e1", "doc": "   "}\n{"docid": "zz", "doc": "For a soft',
+        )
+    )
+    result = run_cli(
+        capsys,
+        "ingest",
+        "--warehouse",
+        str(settings.warehouse),
+        "--name",
+        "gate",
+        "--qrels",
+        str(files["qrels"]),
+        "--queries",
+        str(files["queries"]),
+        "--passages",
+        str(files["passages"]),
+    )
     assert result.exit_code == 1
     assert "quality gate failed, nothing was published" in result.err
     assert "passage texts are non-empty" in result.err and "'doc_id': 'e1'" in result.err

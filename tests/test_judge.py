@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import duckdb
 import pytest
@@ -16,19 +15,23 @@ import pytest
 from flows.ingest import ingest
 from flows.judge import judge
 from peras.errors import CheckFailed
-from peras.testing.fake_openai import Fault, FakeOpenAI, Reply, instant
+from peras.testing.fake_openai import FakeOpenAI, Fault, instant
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.integration
 
-HA = ("You are a person with very high Agreeableness. You always listen kindly, show empathy, and seek to help "
-      "others. When responding, express understanding and warmth, offer supportive suggestions, and use gentle, "
-      "cooperative language. Emphasize collaboration, kindness, and a willingness to forgive or accommodate "
-      "differing viewpoints.")
+HA = (
+    "You are a person with very high Agreeableness. You always listen kindly, show empathy, and seek to help "
+    "others. When responding, express understanding and warmth, offer supportive suggestions, and use gentle, "
+    "cooperative language. Emphasize collaboration, kindness, and a willingness to forgive or accommodate "
+    "differing viewpoints."
+)
 QUERY = "how long should you boil an egg for a soft yolk"
-PASSAGE = ("For a soft, runny yolk, lower the egg into water that is already at a rolling boil and cook it for six "
-           "minutes, then move it straight into cold water. Six minutes gives a set white and a liquid yolk for a "
-           "large egg taken from the fridge.")
+PASSAGE = (
+    "For a soft, runny yolk, lower the egg into water that is already at a rolling boil and cook it for six "
+    "minutes, then move it straight into cold water. Six minutes gives a set white and a liquid yolk for a "
+    "large egg taken from the fridge."
+)
 # The study's prompts, typed out again here (not read from peras/prompts) so that a drift is caught.
 NOCOT = (
     "You are an expert in evaluating the relevance of text passages to user queries. Your task is to assign a "
@@ -40,15 +43,19 @@ NOCOT = (
     "[1] Related: The passage is tangentially related to the query but does not answer it.\n"
     "[0] Irrelevant: The passage has no connection to the query.\n"
 )
-LABEL_NOCOT = (NOCOT + "Respond with a single integer (0, 1, 2, or 3) and no explanation.\n"
-               f"Query: {QUERY} Passage: {PASSAGE}\n"
-               "How relevant is this passage to the query? Provide a single integer (0 to 3). Do not provide any "
-               "extra words, just a number from 0 to 3.")
-CONFIDENCE = (NOCOT + f"Query: {QUERY} Passage: {PASSAGE}\n"
-              "Your given relevance score is 3, please give a confidence score for this answer representing how "
-              "confident you believe this answer is correct. 0 means you have no confidence at all, and 100 means "
-              "you have absolute confidence. ONLY return a number from 0 to 100 to show your confidence to your "
-              "answer and do not return any other content.")
+LABEL_NOCOT = (
+    NOCOT + "Respond with a single integer (0, 1, 2, or 3) and no explanation.\n"
+    f"Query: {QUERY} Passage: {PASSAGE}\n"
+    "How relevant is this passage to the query? Provide a single integer (0 to 3). Do not provide any "
+    "extra words, just a number from 0 to 3."
+)
+CONFIDENCE = (
+    NOCOT + f"Query: {QUERY} Passage: {PASSAGE}\n"
+    "Your given relevance score is 3, please give a confidence score for this answer representing how "
+    "confident you believe this answer is correct. 0 means you have no confidence at all, and 100 means "
+    "you have absolute confidence. ONLY return a number from 0 to 100 to show your confidence to your "
+    "answer and do not return any other content."
+)
 
 
 def rows(settings, sql: str) -> list[tuple]:
@@ -72,20 +79,39 @@ def use(settings, server: FakeOpenAI, model: str = "fake-model"):
 
 
 def test_prompts_are_verbatim_and_params_recorded(sample):
-    with FakeOpenAI(lambda request: "3" if "relevance score is" not in str(request["messages"]) else "90") as server:
-        judge(collection="sample", personalities=["HA"], cot=[False], limit_pairs=1, settings=use(sample, server))
+    with FakeOpenAI(
+        lambda request: "3" if "relevance score is" not in str(request["messages"]) else "90"
+    ) as server:
+        judge(
+            collection="sample",
+            personalities=["HA"],
+            cot=[False],
+            limit_pairs=1,
+            settings=use(sample, server),
+        )
         bodies = [r.body for r in server.chat_requests]
-    assert [b["messages"] for b in bodies] == [[{"role": "user", "content": f"{HA}\n\n{LABEL_NOCOT}"}],
-                                               [{"role": "user", "content": f"{HA}\n\n{CONFIDENCE}"}]]
+    assert [b["messages"] for b in bodies] == [
+        [{"role": "user", "content": f"{HA}\n\n{LABEL_NOCOT}"}],
+        [{"role": "user", "content": f"{HA}\n\n{CONFIDENCE}"}],
+    ]
     assert all(b["temperature"] == 0 and b["top_p"] == 1.0 for b in bodies)
     assert rows(sample, "select label, confidence, status from judgments") == [(3, 90.0, "ok")]
-    assert rows(sample, "select purpose, attempts, raw_text, params->>'temperature' from llm_requests order by 1 desc"
-                ) == [("label", 1, "3", "0.0"), ("confidence", 1, "90", "0.0")]
+    assert rows(
+        sample, "select purpose, attempts, raw_text, params->>'temperature' from llm_requests order by 1 desc"
+    ) == [("label", 1, "3", "0.0"), ("confidence", 1, "90", "0.0")]
 
 
 def test_default_personality_has_no_instruction(sample):
-    with FakeOpenAI(lambda request: "1" if "relevance score is" not in str(request["messages"]) else "50") as server:
-        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=1, settings=use(sample, server))
+    with FakeOpenAI(
+        lambda request: "1" if "relevance score is" not in str(request["messages"]) else "50"
+    ) as server:
+        judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[False],
+            limit_pairs=1,
+            settings=use(sample, server),
+        )
         first = server.chat_requests[0].body["messages"][0]["content"]
     assert first == LABEL_NOCOT
 
@@ -111,12 +137,20 @@ def test_cot_answers_parse_by_the_documented_rule(sample, answer, label, status)
 
     with FakeOpenAI(respond) as server:
         sample.max_parse_failure_share = 1.0
-        judge(collection="sample", personalities=["default"], cot=[True], limit_pairs=1, settings=use(sample, server))
+        judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[True],
+            limit_pairs=1,
+            settings=use(sample, server),
+        )
         n_requests = len(server.chat_requests)
     got = rows(sample, "select label, confidence, status from judgments")
     assert got == [(label, 85.0 if label is not None else None, status)]
     # A failed parse is regenerated 4 times (5 attempts) and stored with every raw text.
-    attempts = rows(sample, "select attempts, json_array_length(attempt_texts) from llm_requests where purpose='label'")
+    attempts = rows(
+        sample, "select attempts, json_array_length(attempt_texts) from llm_requests where purpose='label'"
+    )
     assert attempts == ([(1, 1)] if label is not None else [(5, 5)])
     assert n_requests == (2 if label is not None else 5)
 
@@ -126,7 +160,13 @@ def test_retries_on_500_and_429_with_retry_after(sample):
     with FakeOpenAI(lambda request: next(replies)) as server:
         sample.max_retries = 3
         started = time.monotonic()
-        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=1, settings=use(sample, server))
+        judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[False],
+            limit_pairs=1,
+            settings=use(sample, server),
+        )
         waited = time.monotonic() - started
     assert rows(sample, "select label, confidence from judgments") == [(2, 70.0)]
     assert waited >= 1.0
@@ -136,8 +176,17 @@ def test_unreachable_server_is_one_clear_error(sample, capsys):
     from tests.helpers import run_cli
 
     port = free_port()
-    result = run_cli(capsys, "judge", "sample", "--warehouse", str(sample.warehouse), "--base-url",
-                     f"http://127.0.0.1:{port}/v1", "--model", "m")
+    result = run_cli(
+        capsys,
+        "judge",
+        "sample",
+        "--warehouse",
+        str(sample.warehouse),
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        "m",
+    )
     assert result.exit_code == 1
     assert result.err.startswith(f"error: cannot reach http://127.0.0.1:{port}/v1")
     assert len(result.err.strip().splitlines()) == 1
@@ -150,22 +199,34 @@ def test_all_personalities_both_settings_and_rerun_sends_nothing(sample):
         second = judge(collection="sample", settings=use(sample, server))
         assert len(server.chat_requests) == sent
     assert (first["n_planned"], first["n_judged_now"], second["n_judged_now"]) == (880, 880, 0)
-    assert rows(sample, "select count(*), count(distinct personality), count(distinct cot) from judgments") == [
-        (880, 11, 2)]
+    assert rows(
+        sample, "select count(*), count(distinct personality), count(distinct cot) from judgments"
+    ) == [(880, 11, 2)]
     assert rows(sample, "select count(*) from stg_judgment_facts") == [(880,)]
     assert rows(sample, "select count(*) from personalities") == [(11,)]
 
 
 def test_logprob_and_sampling_methods_side_by_side(sample):
     with FakeOpenAI(instant) as server:
-        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=2, n_samples=4,
-              confidence_methods=["verbalized", "logprob", "sampling"], settings=use(sample, server))
-    got = rows(sample, """select confidence_method, count(*), min(confidence) between 0 and 100,
-                          count(expected_score) from judgments group by 1 order by 1""")
+        judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[False],
+            limit_pairs=2,
+            n_samples=4,
+            confidence_methods=["verbalized", "logprob", "sampling"],
+            settings=use(sample, server),
+        )
+    got = rows(
+        sample,
+        """select confidence_method, count(*), min(confidence) between 0 and 100,
+                          count(expected_score) from judgments group by 1 order by 1""",
+    )
     assert got == [("logprob", 2, True, 2), ("sampling", 2, True, 2), ("verbalized", 2, True, 0)]
     # The fake server gives the chosen label 0.7 of the label mass in its top log-probabilities.
-    assert rows(sample, "select distinct round(confidence, 6) from judgments where confidence_method = 'logprob'"
-                ) == [(70.0,)]
+    assert rows(
+        sample, "select distinct round(confidence, 6) from judgments where confidence_method = 'logprob'"
+    ) == [(70.0,)]
 
 
 def test_parse_failures_above_threshold_fail_the_gate_and_publish_nothing(sample):
@@ -175,9 +236,17 @@ def test_parse_failures_above_threshold_fail_the_gate_and_publish_nothing(sample
             return "60"
         return "I would rather not say." if "very low Agreeableness" in content else "1"
 
-    with FakeOpenAI(respond) as server, pytest.raises(CheckFailed, match=r"LA cot=false verbalized: 4 of 4 failed"):
-        judge(collection="sample", personalities=["default", "LA"], cot=[False], limit_pairs=4,
-              settings=use(sample, server))
+    with (
+        FakeOpenAI(respond) as server,
+        pytest.raises(CheckFailed, match=r"LA cot=false verbalized: 4 of 4 failed"),
+    ):
+        judge(
+            collection="sample",
+            personalities=["default", "LA"],
+            cot=[False],
+            limit_pairs=4,
+            settings=use(sample, server),
+        )
     assert rows(sample, "select status from judge_runs") == [("failed_check",)]
     assert rows(sample, "select count(*) from stg_judgment_facts") == [(0,)]
     assert rows(sample, "select reason from judgments where status != 'ok' limit 1")[0][0]
@@ -186,18 +255,48 @@ def test_parse_failures_above_threshold_fail_the_gate_and_publish_nothing(sample
 def judge_process(settings, model: str, port: int, run_name: str) -> subprocess.Popen:
     env = {**os.environ, "PERAS_WAREHOUSE": str(settings.warehouse), "PERAS_CONCURRENCY": "4"}
     return subprocess.Popen(
-        [sys.executable, "-m", "peras.cli", "judge", "sample", "--base-url", f"http://127.0.0.1:{port}/v1",
-         "--model", model, "--run-name", run_name, "--chunk-size", "64"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "peras.cli",
+            "judge",
+            "sample",
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            "--model",
+            model,
+            "--run-name",
+            run_name,
+            "--chunk-size",
+            "64",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.fixture
 def slow_server():
     """A fake server in its own process that answers after 5 ms (so a judge run takes a few seconds)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "peras.testing.fake_openai", "--port", str(port),
-                             "--models", "model-a", "model-b", "--delay", "0.005"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "peras.testing.fake_openai",
+            "--port",
+            str(port),
+            "--models",
+            "model-a",
+            "model-b",
+            "--delay",
+            "0.005",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(1.5)
     yield port
     proc.terminate()
@@ -209,7 +308,11 @@ def test_kill_9_then_rerun_completes_without_loss_or_duplicates(sample, slow_ser
     shards = sample.shards
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill once some judgments are journaled
-        lines = sum(p.read_text().count("\n") for p in shards.glob("*/*.judgments.jsonl")) if shards.exists() else 0
+        lines = (
+            sum(p.read_text().count("\n") for p in shards.glob("*/*.judgments.jsonl"))
+            if shards.exists()
+            else 0
+        )
         if lines >= 100:
             break
         time.sleep(0.05)
@@ -221,8 +324,11 @@ def test_kill_9_then_rerun_completes_without_loss_or_duplicates(sample, slow_ser
     assert rerun.returncode == 0, err
     assert re.search(r"killed: 880 judgments \((\d+) new", out)
     assert int(re.search(r"\((\d+) new", out).group(1)) <= 880 - 100
-    assert rows(sample, """select count(*), count(distinct (query_id, doc_id, personality, cot, confidence_method))
-                           from judgments""") == [(880, 880)]
+    assert rows(
+        sample,
+        """select count(*), count(distinct (query_id, doc_id, personality, cot, confidence_method))
+                           from judgments""",
+    ) == [(880, 880)]
     assert rows(sample, "select status from judge_runs") == [("published",)]
 
 
@@ -232,5 +338,8 @@ def test_two_concurrent_runs_on_one_warehouse_both_complete(sample, slow_server)
     for proc in (first, second):
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-    assert rows(sample, "select run_name, r.status, count(*) from judge_runs r join judgments using (run_id) "
-                        "group by all order by 1") == [("run-a", "published", 880), ("run-b", "published", 880)]
+    assert rows(
+        sample,
+        "select run_name, r.status, count(*) from judge_runs r join judgments using (run_id) "
+        "group by all order by 1",
+    ) == [("run-a", "published", 880), ("run-b", "published", 880)]

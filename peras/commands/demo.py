@@ -12,7 +12,9 @@ from peras.settings import Settings
 
 @click.command()
 @click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N sample pairs.")
-@click.option("--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Classifier trials.")
+@click.option(
+    "--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Classifier trials."
+)
 @settings_options
 def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.
@@ -34,14 +36,20 @@ def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     judged = result["judged"]
     console = Console()
     console.print(f"ingest: {result['ingested']['collection_id']} {result['ingested']['status']}")
-    console.print(f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments "
-                  f"({judged['n_sent']:,} requests sent), {judged['n_failures']} parse failures")
+    console.print(
+        f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments "
+        f"({judged['n_sent']:,} requests sent), {judged['n_failures']} parse failures"
+    )
     table = Table(title="Agreement with the qrels and confidence reliability (per personality)")
     for column in ("personality", "CoT", "n", "kappa", "QWK", "macro-F1", "HMR"):
         table.add_column(column, justify="left" if column == "personality" else "right")
     for row in result["headline"].iter_rows(named=True):
-        table.add_row(row["personality"], "with" if row["cot"] else "without", str(row["n_scored"]),
-                      *(_fmt(row[k]) for k in ("cohen_kappa", "qwk", "macro_f1", "hmr")))
+        table.add_row(
+            row["personality"],
+            "with" if row["cot"] else "without",
+            str(row["n_scored"]),
+            *(_fmt(row[k]) for k in ("cohen_kappa", "qwk", "macro_f1", "hmr")),
+        )
     console.print(table)
     print_table(result["classify"])
     console.print(f"warehouse: {settings.warehouse} (try: peras metrics --view all)")

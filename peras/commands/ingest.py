@@ -19,12 +19,22 @@ from tasks.collection_sources import presets
 @click.option("--queries", type=click.Path(path_type=Path), help="Queries TSV: query_id<TAB>text.")
 @click.option("--passages", type=click.Path(path_type=Path), help="collection.tsv or JSONL passages.")
 @click.option("--subset-topics", type=click.IntRange(min=1), help="Topics in the balanced subset.")
-@click.option("--data-dir", type=click.Path(path_type=Path), help="Where presets' files are [../shared/data].")
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path), help="Where presets' files are [../shared/data]."
+)
 @click.option("--force", is_flag=True, help="Re-read even if the files are unchanged.")
 @settings_options
-def ingest(settings: Settings, preset: str | None, name: str | None, qrels: tuple[str, ...],
-           queries: Path | None, passages: Path | None, subset_topics: int | None,
-           data_dir: Path | None, force: bool) -> None:
+def ingest(
+    settings: Settings,
+    preset: str | None,
+    name: str | None,
+    qrels: tuple[str, ...],
+    queries: Path | None,
+    passages: Path | None,
+    subset_topics: int | None,
+    data_dir: Path | None,
+    force: bool,
+) -> None:
     """Load a collection's qrels, queries and passages into the warehouse.
 
     PRESET is one of: sample, dl19, dl20, dl21, llmjudge (or `all`). Files may be gzipped.
@@ -41,10 +51,16 @@ def ingest(settings: Settings, preset: str | None, name: str | None, qrels: tupl
         settings.data_dir = data_dir
     names = [p for p in presets() if p != "sample"] if preset == "all" else [preset]
     for one in names:
-        result = ingest_flow(preset=one, name=name, qrels=list(qrels) or None,
-                             queries=str(queries) if queries else None,
-                             passages=str(passages) if passages else None,
-                             subset_topics=subset_topics, force=force, settings=settings)
+        result = ingest_flow(
+            preset=one,
+            name=name,
+            qrels=list(qrels) or None,
+            queries=str(queries) if queries else None,
+            passages=str(passages) if passages else None,
+            subset_topics=subset_topics,
+            force=force,
+            settings=settings,
+        )
         click.echo(describe(result))
 
 
@@ -52,9 +68,11 @@ def describe(result: dict[str, Any]) -> str:
     """One line per ingested collection."""
     if result["status"] == "unchanged":
         return f"{result['collection_id']}: unchanged (same files already ingested)"
-    return (f"{result['collection_id']}: {result['n_qrels']:,} judged pairs, {result['n_queries']:,} queries, "
-            f"{result['n_passages']:,} passages; balanced subset {result['n_subset_topics']} topics / "
-            f"{result['n_subset_pairs']:,} pairs")
+    return (
+        f"{result['collection_id']}: {result['n_qrels']:,} judged pairs, {result['n_queries']:,} queries, "
+        f"{result['n_passages']:,} passages; balanced subset {result['n_subset_topics']} topics / "
+        f"{result['n_subset_pairs']:,} pairs"
+    )
 
 
 COMMANDS = [ingest]

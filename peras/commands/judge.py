@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-
-
 import click
 
 from peras.commands.common import settings_options
@@ -13,28 +11,64 @@ from peras.settings import Settings
 @click.command()
 @click.argument("collection")
 @click.option("--subset", help="Topic subset of the collection (e.g. balanced, dev, test).")
-@click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
-@click.option("--cot", type=click.Choice(["both", "with", "without"]), default="both", show_default=True,
-              help="Chain-of-thought setting(s).")
-@click.option("--confidence-method", "methods", multiple=True, type=click.Choice(["verbalized", "logprob", "sampling"]),
-              help="Confidence method (repeatable); default verbalized.")
+@click.option(
+    "--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11."
+)
+@click.option(
+    "--cot",
+    type=click.Choice(["both", "with", "without"]),
+    default="both",
+    show_default=True,
+    help="Chain-of-thought setting(s).",
+)
+@click.option(
+    "--confidence-method",
+    "methods",
+    multiple=True,
+    type=click.Choice(["verbalized", "logprob", "sampling"]),
+    help="Confidence method (repeatable); default verbalized.",
+)
 @click.option("--run-name", help="Name of the run (re-using a name resumes it).")
-@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")
-@click.option("--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance).")
+@click.option(
+    "--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look)."
+)
+@click.option(
+    "--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance)."
+)
 @click.option("--model", help="Model name the endpoint serves.")
 @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
 @click.option("--backend", help="Backend label to record (vllm, openai, deepseek, ...).")
 @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight per endpoint [8].")
 @click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
-@click.option("--n-samples", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Answers per item for the sampling method.")
-@click.option("--chunk-size", type=click.IntRange(min=1), default=256, show_default=True,
-              help="Items per Prefect task.")
+@click.option(
+    "--n-samples",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Answers per item for the sampling method.",
+)
+@click.option(
+    "--chunk-size", type=click.IntRange(min=1), default=256, show_default=True, help="Items per Prefect task."
+)
 @settings_options
-def judge(settings: Settings, collection: str, subset: str | None, personalities: tuple[str, ...], cot: str,
-          methods: tuple[str, ...], run_name: str | None, limit_pairs: int | None, base_urls: tuple[str, ...],
-          model: str | None, api_key_env: str | None, backend: str | None, concurrency: int | None,
-          request_budget: int | None, n_samples: int, chunk_size: int) -> None:
+def judge(
+    settings: Settings,
+    collection: str,
+    subset: str | None,
+    personalities: tuple[str, ...],
+    cot: str,
+    methods: tuple[str, ...],
+    run_name: str | None,
+    limit_pairs: int | None,
+    base_urls: tuple[str, ...],
+    model: str | None,
+    api_key_env: str | None,
+    backend: str | None,
+    concurrency: int | None,
+    request_budget: int | None,
+    n_samples: int,
+    chunk_size: int,
+) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
     Without --base-url, the embedded llama.cpp model (CPU) is started and stopped by peras.
@@ -47,20 +81,35 @@ def judge(settings: Settings, collection: str, subset: str | None, personalities
     """
     from flows.judge import judge as judge_flow
 
-    overrides = {"base_urls": list(base_urls) or None, "model": model, "api_key_env": api_key_env,
-                 "concurrency": concurrency, "request_budget": request_budget}
+    overrides = {
+        "base_urls": list(base_urls) or None,
+        "model": model,
+        "api_key_env": api_key_env,
+        "concurrency": concurrency,
+        "request_budget": request_budget,
+    }
     for key, value in overrides.items():
         if value is not None:
             setattr(settings, key, value)
     cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
-    result = judge_flow(collection=collection, subset=subset, personalities=list(personalities) or None,
-                        cot=cot_settings, confidence_methods=list(methods) or None, run_name=run_name,
-                        limit_pairs=limit_pairs, chunk_size=chunk_size, n_samples=n_samples, backend=backend,
-                        settings=settings)
-    click.echo(f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
-               f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
-               f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}")
+    result = judge_flow(
+        collection=collection,
+        subset=subset,
+        personalities=list(personalities) or None,
+        cot=cot_settings,
+        confidence_methods=list(methods) or None,
+        run_name=run_name,
+        limit_pairs=limit_pairs,
+        chunk_size=chunk_size,
+        n_samples=n_samples,
+        backend=backend,
+        settings=settings,
+    )
+    click.echo(
+        f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
+        f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
+        f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}"
+    )
 
 
 COMMANDS = [judge]
-
