@@ -1,3 +1,4 @@
 """Command modules; each exposes COMMANDS, a list of click commands registered on `peras`."""
 
-COMMAND_MODULES = ["demo", "ingest", "judge", "classify", "metrics", "import_judgments"]
+COMMAND_MODULES = ["demo", "ingest", "judge", "classify", "metrics", "import_judgments", "report",
+                   "deploy", "sql", "export", "priming"]

@@ -1,0 +1,46 @@
+"""Import-judgments flow: a TREC qrels-style file of judgments made elsewhere becomes a run in the warehouse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+
+from peras.settings import Settings, load_settings
+from tasks.imports import (
+    ImportReport,
+    describe_import,
+    fingerprint_import,
+    parse_judgment_file,
+    publish_import,
+)
+
+
+@flow(name="import-judgments", flow_run_name="import-{name}", log_prints=True)
+def import_judgments(
+    path: str,
+    name: str,
+    collection: str,
+    confidence_column: int | None = None,
+    model: str | None = None,
+    settings: Settings | None = None,
+) -> ImportReport:
+    """Read the file, report what does not match the qrels, and publish it as run `name` atomically.
+
+    Re-importing the same file with the same options is a no-op; a changed file replaces the run.
+    """
+    settings = settings or load_settings()
+    parsed = parse_judgment_file(Path(path), confidence_column)
+    fingerprint = fingerprint_import(parsed, collection, model or "unknown", confidence_column)
+    report = publish_import(settings, parsed, name, collection, model or "unknown", confidence_column, fingerprint)
+    publish_import_artifact(report)
+    return report
+
+
+@task
+def publish_import_artifact(report: ImportReport) -> None:
+    """The import report as a markdown artifact on the flow run."""
+    lines = describe_import(report)
+    body = "\n".join([f"# Import `{report.run_name}`", "", lines[0], "", *[f"- {line.strip()}" for line in lines[1:]]])
+    create_markdown_artifact(markdown=body, key="import-report", description=f"import of {report.run_name}")

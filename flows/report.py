@@ -1,0 +1,46 @@
+"""Report flow: the metric views of some runs as one self-contained HTML page with its figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow
+
+from peras.settings import Settings, load_settings
+from tasks.metrics import refresh_views
+from tasks.report import (
+    CONFIDENCE_PERSONALITIES,
+    FIGURES_DIR,
+    ReportSummary,
+    draw_figures,
+    find_priming_plots,
+    publish_report_artifact,
+    read_report_data,
+    render_report,
+    write_report,
+)
+
+
+@flow(name="report", log_prints=True)
+def report(
+    runs: list[str] | None = None,
+    collection: str | None = None,
+    output: str | None = None,
+    personalities: list[str] | None = None,
+    settings: Settings | None = None,
+) -> ReportSummary:
+    """Write OUTPUT/report.html (default: the settings' reports_dir) and its PNGs in OUTPUT/figures.
+
+    Covers the runs named (default: every published run), optionally of one collection. `personalities` picks the
+    bars of the confidence-by-relevance figure. The numbers are the SQL views' (sql/metrics, read by sql/report).
+    """
+    settings = settings or load_settings()
+    out_dir = Path(output) if output else settings.reports_dir
+    refresh_views(settings)
+    data = read_report_data(settings, runs, collection)
+    figures = draw_figures(data, out_dir / FIGURES_DIR, personalities or CONFIDENCE_PERSONALITIES)
+    priming_plots = find_priming_plots(settings.reports_dir / "priming")
+    html = render_report(data, figures, priming_plots, {"runs": runs, "collection": collection})
+    summary = write_report(html, out_dir / "report.html", data, figures)
+    publish_report_artifact(summary)
+    return summary

@@ -1,0 +1,14 @@
+-- Move journaled batch outcomes (the judgment lines of priming shards) into the warehouse; stored batches are kept.
+insert or ignore into priming_batches
+select
+    priming_run_id, query_id, trial, n_prologue, n_epilogue, personality, condition, doc_ids, scores, status,
+    reason, request_id, judged_at
+from read_json($paths, format = 'newline_delimited', ignore_errors = true, columns = {
+    priming_run_id: 'varchar', query_id: 'varchar', trial: 'integer', n_prologue: 'integer',
+    n_epilogue: 'integer', personality: 'varchar', condition: 'varchar', doc_ids: 'varchar[]',
+    scores: 'integer[]', status: 'varchar', reason: 'varchar', request_id: 'varchar', judged_at: 'timestamp'
+})
+where priming_run_id is not null and status is not null and doc_ids is not null
+qualify row_number() over (
+    partition by priming_run_id, query_id, trial, n_prologue, n_epilogue, personality, condition
+    order by judged_at) = 1

@@ -1,0 +1,24 @@
+-- Mean confidence per human relevance level (the study's Figure 3), per run, setting and personality, over the
+-- judgments that have a label and a confidence (what every confidence metric scores).
+with cells as (
+    select * from report_cells
+    where label is not null and confidence is not null
+),
+
+final as (
+    select
+        run_name,
+        collection_id,
+        model,
+        cot,
+        confidence_method,
+        personality,
+        relevance,
+        sum(n_judgments)::bigint as n_judgments,
+        (sum(n_judgments * confidence) / sum(n_judgments))::double as mean_confidence
+    from cells
+    group by all
+)
+
+select * from final
+order by collection_id, model, run_name, cot, confidence_method, personality, relevance

@@ -1,0 +1,40 @@
+-- The metrics of the study's Tables 7 and 8 (kappa, QWK, macro-F1; RO, RU, HMR) for every personality of the
+-- report's runs, and ECE (the reliability diagrams' titles), each next to `default` of the same run and setting
+-- (CoT x confidence method).
+-- is_better: the metric beats default in its direction (false on a tie; null for default itself, for a null
+-- value, or when the run/setting has no default group).
+with long as (
+    select * from report_long
+    where metric in ('cohen_kappa', 'qwk', 'macro_f1', 'ro', 'ru', 'hmr', 'ece')
+),
+
+defaults as (
+    select run_id, cot, confidence_method, metric, value as default_value
+    from long
+    where personality = 'default'
+),
+
+final as (
+    select
+        long.run_id,
+        long.run_name,
+        long.collection_id,
+        long.subset_name,
+        long.model,
+        long.cot,
+        long.confidence_method,
+        long.personality,
+        long.metric,
+        long.value,
+        defaults.default_value,
+        case
+            when long.personality = 'default' then null
+            when long.is_higher_better then long.value > defaults.default_value
+            else long.value < defaults.default_value
+        end as is_better
+    from long
+    left join defaults using (run_id, cot, confidence_method, metric)
+)
+
+select * from final
+order by collection_id, model, run_name, cot, confidence_method, personality, metric

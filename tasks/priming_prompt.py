@@ -1,0 +1,182 @@
+"""The batch prompt (peras/prompts/batch_umbrela.toml) and the reading of its JSON answers.
+
+Message layout as for the judge prompts: personality instruction, blank line, task; the default
+personality sends the task alone.
+
+An answer is read as follows; anything else is a parse failure with a reason, never a score:
+1. Closed `<think>...</think>` blocks are dropped.
+2. The first JSON object in the text is taken, wherever it starts: code fences and prose around it are
+   ignored. No object: 'no JSON object'.
+3. Its keys are the passage ids (surrounding whitespace and one pair of [brackets] ignored, since the prompt
+   lists passages as `[id] text`). Checked in this order: a key twice ('duplicate id X'), an id of the batch
+   missing ('missing id X'), a key that is not an id of the batch ('unexpected id X').
+4. Each score, in batch order, must be an integer 0-3. A JSON number with an integral value (2, 2.0) or a
+   string holding one digit ("2") counts; booleans, fractions and words are 'score of X not an integer: V';
+   other integers are 'score of X out of range 0-3: V'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from peras.errors import InputError
+from peras.paths import PROMPTS_DIR
+from peras.prompting import Personality, _check_keys, _messages, _read_toml
+
+PROMPT_NAME = "batch_umbrela"
+PROMPT_KEYS: dict[str, type] = {
+    "name": str,
+    "description": str,
+    "placeholders": list,
+    "passage": str,
+    "template": str,
+    "sampling": dict,
+}
+PASSAGE_PLACEHOLDERS = ("doc_id", "text")
+PASSAGE_SEPARATOR = "\n"
+ID_SEPARATOR = ", "
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_DIGIT = re.compile(r"\s*([0-9])\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPrompt:
+    """The batch task template, the template of one passage line, and the sampling parameters."""
+
+    template: str
+    passage: str
+    sampling: dict[str, Any]
+    fingerprint: str
+
+    def render(self, query: str, passages: Sequence[tuple[str, str]]) -> str:
+        """The task text for a query and its (doc_id, text) passages in batch order."""
+        lines = PASSAGE_SEPARATOR.join(self.passage.format_map({"doc_id": d, "text": t}) for d, t in passages)
+        ids = ID_SEPARATOR.join(doc_id for doc_id, _ in passages)
+        # format_map parses only the template: braces inside a query or passage are left alone.
+        return self.template.format_map({"query": query, "passages": lines, "ids": ids})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchParse:
+    """Scores in batch order, or None with the reason the answer could not be read."""
+
+    scores: tuple[int, ...] | None
+    ok: bool
+    reason: str
+
+
+def load_batch_prompt(path: Path = PROMPTS_DIR / f"{PROMPT_NAME}.toml") -> BatchPrompt:
+    """Read the batch template and check both of its templates' placeholders."""
+    data = _read_toml(path)
+    _check_keys(data, PROMPT_KEYS, path)
+    if data["name"] != PROMPT_NAME:
+        raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
+    _check_placeholders(data["template"], tuple(data["placeholders"]), "template", path)
+    _check_placeholders(data["passage"], PASSAGE_PLACEHOLDERS, "passage", path)
+    text = path.read_text(encoding="utf-8")
+    return BatchPrompt(
+        data["template"], data["passage"], dict(data["sampling"]), hashlib.sha256(text.encode()).hexdigest()
+    )
+
+
+@cache
+def batch_prompt() -> BatchPrompt:
+    """The shipped batch prompt, read and validated once per process."""
+    return load_batch_prompt()
+
+
+def build_batch_messages(
+    personality: Personality, query: str, passages: Sequence[tuple[str, str]]
+) -> list[dict[str, str]]:
+    """One user message: the personality instruction, a blank line, the batch task."""
+    return _messages(personality, batch_prompt().render(query, passages))
+
+
+def parse_batch_answer(text: str, doc_ids: Sequence[str]) -> BatchParse:
+    """Read one score per passage id out of a JSON answer, or say why not (module docstring)."""
+    found = _first_object(_THINK_BLOCK.sub("", text))
+    if found is None:
+        return _failed("no JSON object")
+    pairs = [(_normalise_key(key), value) for key, value in found]
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            return _failed(f"duplicate id {key}")
+    by_id = dict(pairs)
+    for doc_id in doc_ids:
+        if doc_id not in by_id:
+            return _failed(f"missing id {doc_id}")
+    for key in keys:
+        if key not in doc_ids:
+            return _failed(f"unexpected id {key}")
+    scores = []
+    for doc_id in doc_ids:
+        score, problem = _score(by_id[doc_id])
+        if score is None:
+            return _failed(f"score of {doc_id} {problem}: {json.dumps(by_id[doc_id])}")
+        scores.append(score)
+    return BatchParse(tuple(scores), True, "ok")
+
+
+def _first_object(text: str) -> list[tuple[str, Any]] | None:
+    """The key-value pairs (in order, repeats kept) of the first decodable JSON object in the text."""
+    decoder = json.JSONDecoder(object_pairs_hook=lambda pairs: pairs)
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        return value  # type: ignore[no-any-return]
+    return None
+
+
+def _normalise_key(key: str) -> str:
+    key = key.strip()
+    if key.startswith("[") and key.endswith("]"):
+        key = key[1:-1].strip()
+    return key
+
+
+def _score(value: Any) -> tuple[int | None, str]:
+    if isinstance(value, bool):
+        return None, "not an integer"
+    if isinstance(value, str):
+        match = _DIGIT.fullmatch(value)
+        if match is None:
+            return None, "not an integer"
+        value = int(match.group(1))
+    if isinstance(value, float):
+        if not value.is_integer():
+            return None, "not an integer"
+        value = int(value)
+    if not isinstance(value, int):
+        return None, "not an integer"
+    if not 0 <= value <= 3:
+        return None, "out of range 0-3"
+    return value, ""
+
+
+def _failed(reason: str) -> BatchParse:
+    return BatchParse(None, False, reason)
+
+
+def _check_placeholders(template: str, declared: tuple[str, ...], what: str, path: Path) -> None:
+    # A field like {0} or {a.b} or a stray brace would render something other than what was declared.
+    try:
+        used = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as exc:
+        raise InputError(f"{what}: {exc}", path) from exc
+    if sorted(set(used)) != sorted(declared) or any(not name.isidentifier() for name in used):
+        raise InputError(
+            f"{what} placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path
+        )

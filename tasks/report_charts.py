@@ -1,0 +1,169 @@
+"""The report's figures (the study's Figures 2-5 and reliability diagrams), drawn with matplotlib into PNG files.
+
+Each function takes the rows of one setting (a run x CoT setting x confidence method) and writes one PNG. They use
+`matplotlib.figure.Figure` directly, not pyplot: no global state, no GUI backend, safe inside Prefect's threads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import cast
+
+import numpy as np
+import polars as pl
+from matplotlib.figure import Figure
+from matplotlib.projections.polar import PolarAxes
+from matplotlib.ticker import MaxNLocator
+
+DPI = 100
+METRIC_TITLES = {"cohen_kappa": "Kappa", "qwk": "QWK", "macro_f1": "Macro-F1", "ro": "RO", "ru": "RU", "hmr": "HMR"}
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def save(figure: Figure, path: Path) -> Path:
+    """Write the PNG without a timestamp, so the same data gives the same bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    return path
+
+
+def _value(frame: pl.DataFrame, personality: str, metric: str) -> float:
+    """One metric of one personality, NaN when absent or null (matplotlib leaves a gap)."""
+    hit = frame.filter((pl.col("personality") == personality) & (pl.col("metric") == metric))["value"]
+    value = hit[0] if hit.len() else None
+    return math.nan if value is None else float(value)
+
+
+def _radial_limits(values: np.ndarray) -> tuple[float, float]:
+    """From min(0, lowest) to the highest value, rounded out to tenths, at most 1 and never empty."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return 0.0, 1.0
+    low = min(0.0, math.floor(finite.min() * 10) / 10)
+    high = min(1.0, math.ceil(finite.max() * 10) / 10)
+    return low, max(high, low + 0.1)
+
+
+def draw_radar(
+    metrics: pl.DataFrame, personalities: Sequence[str], names: Sequence[str], title: str, path: Path
+) -> Path:
+    """One line per metric over the personality axes (the study's Figures 4 and 5); null values leave a gap."""
+    angles = np.linspace(0, 2 * math.pi, len(personalities), endpoint=False)
+    series = {name: np.array([_value(metrics, p, name) for p in personalities]) for name in names}
+    low, high = _radial_limits(np.concatenate(list(series.values())))
+    figure = Figure(figsize=(4.6, 4.6))
+    ax = cast(PolarAxes, figure.add_subplot(projection="polar"))
+    ax.set_theta_offset(math.pi / 2)
+    ax.set_theta_direction(-1)
+    closed = np.append(angles, angles[0])
+    for color, (name, values) in zip(COLORS, series.items(), strict=False):
+        ax.plot(
+            closed,
+            np.append(values, values[0]),
+            color=color,
+            linewidth=1.8,
+            marker="o",
+            markersize=4,
+            label=METRIC_TITLES.get(name, name),
+        )
+    ax.set_xticks(angles)
+    ax.set_xticklabels(list(personalities), fontsize=10)
+    ax.set_ylim(low, high)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    ax.set_rlabel_position(180 / len(personalities))  # between the first two axes, off the lines' usual path
+    ax.tick_params(axis="y", labelsize=7, labelcolor="#555555")
+    ax.set_title(title, fontsize=10, pad=18)
+    ax.legend(loc="upper right", bbox_to_anchor=(1.22, 1.14), fontsize=8, frameon=False)
+    return save(figure, path)
+
+
+def draw_kappa_heatmap(kappa: pl.DataFrame, personalities: Sequence[str], title: str, path: Path) -> Path:
+    """Cohen's kappa between every two personalities' labels (the study's Figure 2); null cells are grey."""
+    index = {p: i for i, p in enumerate(personalities)}
+    matrix = np.full((len(personalities), len(personalities)), np.nan)
+    for row in kappa.iter_rows(named=True):
+        if row["personality_a"] in index and row["personality_b"] in index and row["cohen_kappa"] is not None:
+            matrix[index[row["personality_a"]], index[row["personality_b"]]] = row["cohen_kappa"]
+    size = 1.8 + 0.48 * len(personalities)
+    figure = Figure(figsize=(size + 1.2, size))
+    ax = figure.add_subplot()
+    ax.set_facecolor("#d9d9d9")
+    image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdYlGn", vmin=-1, vmax=1)
+    for i in range(len(personalities)):
+        for j in range(len(personalities)):
+            value = matrix[i, j]
+            text = "–" if np.isnan(value) else f"{value:.2f}".replace("-0.00", "0.00")
+            dark = not np.isnan(value) and abs(value) > 0.6  # the colour map's ends are dark: white text there
+            ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color="white" if dark else "#222222")
+    ax.set_xticks(range(len(personalities)), list(personalities), fontsize=9)
+    ax.set_yticks(range(len(personalities)), list(personalities), fontsize=9)
+    ax.set_title(title, fontsize=10)
+    figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Cohen's kappa")
+    return save(figure, path)
+
+
+def draw_confidence_bars(confidence: pl.DataFrame, personalities: Sequence[str], title: str, path: Path) -> Path:
+    """Mean confidence per human relevance level, one bar per personality (the study's Figure 3)."""
+    levels = [0, 1, 2, 3]
+    width = 0.8 / max(len(personalities), 1)
+    figure = Figure(figsize=(6.2, 3.8))
+    ax = figure.add_subplot()
+    for k, (color, personality) in enumerate(zip(COLORS, personalities, strict=False)):
+        rows = confidence.filter(pl.col("personality") == personality)
+        by_level = dict(zip(rows["relevance"].to_list(), rows["mean_confidence"].to_list(), strict=True))
+        heights = [by_level.get(level) for level in levels]
+        xs = [level - 0.4 + width * (k + 0.5) for level in levels]
+        ax.bar(xs, [math.nan if h is None else h for h in heights], width=width * 0.95, color=color, label=personality)
+    ax.set_xticks(levels, [f"{level}" for level in levels])
+    ax.set_xlabel("human relevance label")
+    ax.set_ylabel("mean confidence (0-100)")
+    ax.set_ylim(0, 105)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    ax.legend(
+        ncols=min(len(personalities), 6), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False
+    )
+    return save(figure, path)
+
+
+def draw_reliability_diagrams(
+    bins: pl.DataFrame, ece: dict[str, float | None], personalities: Sequence[str], title: str, path: Path
+) -> Path:
+    """Accuracy per confidence bin against the diagonal, one small panel per personality; dots at mean confidence."""
+    columns = min(4, len(personalities))
+    rows_n = math.ceil(len(personalities) / columns)
+    figure = Figure(figsize=(3.0 * columns, 2.7 * rows_n + 0.5), layout="constrained")
+    figure.suptitle(title, fontsize=11)
+    axes = figure.subplots(rows_n, columns, squeeze=False, sharex=True, sharey=True)
+    for ax, personality in zip(axes.flat, personalities, strict=False):
+        rows = bins.filter(pl.col("personality") == personality).sort("bin")
+        filled = rows.filter(pl.col("n_judgments") > 0)
+        ax.plot([0, 100], [0, 1], color="#888888", linewidth=1, linestyle="--")
+        ax.bar(
+            filled["confidence_lower"] + 5,
+            filled["accuracy"],
+            width=9.4,
+            color="#4c78a8",
+            alpha=0.8,
+            edgecolor="#2f4b7c",
+        )
+        ax.scatter(filled["mean_p"] * 100, filled["accuracy"], color="#d62728", s=12, zorder=3)
+        score = ece.get(personality)
+        n = int(rows["n_judgments"].sum()) if rows.height else 0
+        label = f"{personality}  ECE {score:.3f}" if score is not None else f"{personality}  ECE –"
+        ax.set_title(f"{label}  (n={n})", fontsize=9)
+        ax.set_xlim(0, 100)
+        ax.set_ylim(0, 1.02)
+        ax.tick_params(labelsize=8)
+    for k, ax in enumerate(axes.flat):
+        if k >= len(personalities):
+            ax.set_visible(False)
+            axes.flat[k - columns].tick_params(labelbottom=True)  # the panel above ends its column: label its axis
+            axes.flat[k - columns].set_xlabel("confidence", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("accuracy", fontsize=8)
+    for ax in axes[-1, :]:
+        ax.set_xlabel("confidence", fontsize=8)
+    return save(figure, path)

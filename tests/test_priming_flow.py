@@ -1,0 +1,198 @@
+"""The priming flow on the real DL19 over real HTTP against a scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from scipy import stats
+
+from flows.ingest import ingest
+from flows.priming import priming
+from peras.errors import CheckFailed, UsageError
+from peras.testing.fake_openai import FakeOpenAI
+from tasks.priming_draws import choose_topics, draw_trial, load_pools
+from tests.conftest import SHARED_DATA
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.integration
+
+TEN_TOPICS = ["1112341", "1114819", "1117099", "168216", "183378", "264014", "443396", "451602", "833860", "915593"]
+HA_START = "You are a person with very high Agreeableness."
+PASSAGE_LINE = re.compile(r"^\[(\S+)\] ", re.M)
+
+
+@pytest.fixture(scope="module")
+def dl19_file(tmp_path_factory) -> Path:
+    """DL19 ingested once per module; each test gets its own copy."""
+    from peras.settings import load_settings
+
+    directory = tmp_path_factory.mktemp("dl19")
+    settings = load_settings(warehouse=directory / "peras.duckdb", data_dir=SHARED_DATA)
+    ingest(preset="dl19", settings=settings)
+    return settings.warehouse
+
+
+@pytest.fixture
+def dl19(settings, dl19_file):
+    shutil.copyfile(dl19_file, settings.warehouse)
+    return settings
+
+
+@pytest.fixture(scope="module")
+def qrels(dl19_file) -> dict[str, int]:
+    con = duckdb.connect(str(dl19_file), read_only=True)
+    try:
+        return dict(con.execute("select doc_id, relevance from qrels where collection_id = 'dl19'").fetchall())
+    finally:
+        con.close()
+
+
+def rows(settings, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(settings.warehouse), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def use(settings, server: FakeOpenAI):
+    settings.base_urls = [server.base_url]
+    settings.model = "fake-model"
+    return settings
+
+
+def epilogue_score(doc_id: str, primed: bool) -> int:
+    """The scripted judge: after a qrel-3 prologue it scores qrel-2 passages lower, by a varying amount."""
+    return int(doc_id) % 2 if primed else 1 + int(doc_id) % 3
+
+
+def priming_responder(qrels: dict[str, int]):
+    """Scores prologue passages at their qrel; epilogue passages by `epilogue_score`; HA is never primed."""
+
+    def respond(request: dict) -> str:
+        content = request["messages"][-1]["content"]
+        ids = PASSAGE_LINE.findall(content)
+        primed = any(qrels[d] == 3 for d in ids) and not content.startswith(HA_START)
+        scores = {d: qrels[d] if qrels[d] != 2 else epilogue_score(d, primed) for d in ids}
+        return f"```json\n{json.dumps(scores)}\n```"
+
+    return respond
+
+
+def test_topic_rule_finds_the_ten_dl19_topics(dl19):
+    assert choose_topics.fn(dl19, "dl19", None, 12, None, [(4, 4), (4, 8), (8, 8)]) == TEN_TOPICS
+
+
+def test_dl19_draws_are_fixed_by_the_seed(dl19):
+    pools = load_pools.fn(dl19, "dl19", ["264014"])
+    draw = draw_trial(pools.topics["264014"], 1, 4, 4, 42)
+    assert (draw.epilogue, draw.high, draw.low) == (
+        ("7326933", "5849267", "331934", "5849272"),
+        ("528372", "1610707", "7326936", "7326934"),
+        ("2472898", "1929530", "4993096", "1611213"),
+    )
+    assert [qrels_level(dl19, d) for d in draw.epilogue + draw.high + draw.low] == [2] * 4 + [3] * 4 + [0] * 4
+
+
+def qrels_level(settings, doc_id: str) -> int:
+    return rows(settings, f"select relevance from qrels where query_id = '264014' and doc_id = '{doc_id}'")[0][0]
+
+
+@pytest.mark.parametrize(
+    ("topics", "message"),
+    [
+        # too few qrel-2 passages for an epilogue of 4
+        (["19335"], "topic 19335 has 3 passages at level 2; the batch settings need 4"),
+        # not a DL19 topic
+        (["42"], "topic 42 has no judged passages in dl19"),
+    ],
+)
+def test_topics_that_cannot_be_drawn_are_refused(dl19, topics, message):
+    with pytest.raises(UsageError, match=message):
+        choose_topics.fn(dl19, "dl19", topics, 12, None, [(4, 4)])
+
+
+def run_flow(settings, **overrides):
+    params = {
+        "topics": ["264014", "1112341"],
+        "trials": 3,
+        "batch_settings": [(4, 4), (2, 3)],
+        "personalities": ["default", "HA"],
+    }
+    return priming(collection="dl19", settings=settings, **{**params, **overrides})
+
+
+def test_flow_measures_priming_and_a_rerun_sends_nothing(dl19, qrels):
+    with FakeOpenAI(priming_responder(qrels)) as server:
+        summary = run_flow(use(dl19, server))
+        bodies = [r.body for r in server.chat_requests]
+        server.reset()
+        again = run_flow(dl19)
+        assert server.chat_requests == []
+        other = run_flow(dl19, run_name="same-batches-other-run")
+        assert server.chat_requests == []
+
+    # 2 topics x 2 settings x 3 trials x 2 conditions x 2 personalities, one request each
+    assert len(bodies) == 48 and summary["n_sent"] == 48 and summary["n_failures"] == 0
+    assert all(b["temperature"] == 0 and b["top_p"] == 1 and "frequency_penalty" not in b for b in bodies)
+    assert (again["n_judged_now"], again["n_sent"]) == (0, 0)
+    assert (other["n_judged_now"], other["n_sent"], other["n_cached"]) == (48, 0, 48)
+    assert rows(dl19, "select purpose, count(*), max(attempts) from llm_requests group by 1") == [("batch", 48, 1)]
+
+    # Expected: from the epilogues the server saw (the last EL passages of each prompt), by the scripted rule.
+    expected: dict[tuple, dict[str, list[int]]] = {}
+    docs = {t: topic_docs(dl19, t) for t in ("264014", "1112341")}
+    for body in bodies:
+        content = body["messages"][0]["content"]
+        ids = PASSAGE_LINE.findall(content)
+        n_epilogue = sum(qrels[d] == 2 for d in ids)
+        personality = "HA" if content.startswith(HA_START) else "default"
+        condition = "HT" if qrels[ids[0]] == 3 else "LT"
+        topic = next(t for t, known in docs.items() if set(ids) <= known)
+        key = (topic, len(ids) - n_epilogue, n_epilogue, personality)
+        primed = condition == "HT" and personality == "default"
+        expected.setdefault(key, {"HT": [], "LT": []})[condition] += [
+            epilogue_score(d, primed) for d in ids[len(ids) - n_epilogue :]
+        ]
+    analysis = {(r["query_id"], r["n_prologue"], r["n_epilogue"], r["personality"]): r for r in summary["analysis"]}
+    assert sorted(analysis) == sorted(expected)
+    for key, scores in expected.items():
+        row = analysis[key]
+        assert row["n_pairs"] == len(scores["HT"]) == len(scores["LT"]) == 3 * key[2]
+        assert row["mean_ht"] == pytest.approx(np.mean(scores["HT"]), rel=1e-12)
+        assert row["mean_lt"] == pytest.approx(np.mean(scores["LT"]), rel=1e-12)
+        assert row["gap"] == pytest.approx(np.mean(scores["LT"]) - np.mean(scores["HT"]), rel=1e-12)
+        if key[3] == "default":
+            test = stats.ttest_rel(scores["LT"], scores["HT"])
+            assert row["t_stat"] == pytest.approx(test.statistic, rel=1e-12)
+            assert row["p_value"] == pytest.approx(test.pvalue, rel=1e-12)
+        else:  # HA is never primed: every difference is 0, no test
+            assert (row["gap"], row["t_stat"], row["p_value"]) == (0.0, None, None)
+    # one cell pinned: topic 264014, PL=EL=4, default
+    cell = analysis["264014", 4, 4, "default"]
+    assert (cell["mean_ht"], cell["mean_lt"], cell["n_pairs"]) == (pytest.approx(5 / 12), pytest.approx(26 / 12), 12)
+
+    pooled = {(r["n_prologue"], r["personality"]): r for r in summary["pooled"]}
+    assert [pooled[4, "HA"]["gap_change"], pooled[2, "HA"]["gap_change"]] == ["smaller", "smaller"]
+    assert [r["personality"] for r in summary["index"]] == ["default", "HA"]
+    assert summary["index"][1]["priming_index"] == 0.0
+    assert summary["index"][0]["ci_low"] > 0
+
+    # the same numbers are in the warehouse views
+    assert rows(dl19, "select count(*) from priming_analysis") == [(16,)]
+    # 2 topics x 3 trials x 2 conditions x 2 personalities x (8 + 5 passages)
+    assert rows(dl19, "select count(*) from priming_scores where run_name = 'dl19-priming-fake-model'") == [(312,)]
+    assert summary["plots"] == [
+        str(dl19.reports_dir / "priming" / "dl19-priming-fake-model" / f"topic-{t}.png") for t in ("1112341", "264014")
+    ]
+    assert all(Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in summary["plots"])
+
+
+def topic_docs(settings, topic: str) -> set[str]:
+    return {r[0] for r in rows(settings, f"select doc_id from qrels where query_id = '{topic}'")}

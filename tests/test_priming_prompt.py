@@ -1,0 +1,136 @@
+"""The batch prompt rendered exactly, and the reading of JSON batch answers."""
+
+# The prompt wording is kept verbatim, one paragraph per line:
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from peras.errors import InputError
+from peras.prompting import select_personalities
+from tasks.priming_judging import BatchConfig
+from tasks.priming_prompt import BatchParse, build_batch_messages, load_batch_prompt, parse_batch_answer
+
+pytestmark = pytest.mark.core
+
+# Typed out again here (not read from peras/prompts) so that a drift is caught.
+BATCH_PROMPT = """Given a query and a list of passages, you must provide a score on an integer scale of 0 to 3 for each passage with the following meanings:
+0 = represent that the passage has nothing to do with the query,
+1 = represents that the passage seems related to the query but does not answer it,
+2 = represents that the passage has some answer for the query, but the answer may be a bit unclear, or hidden amongst extraneous information,
+3 = represents that the passage is dedicated to the query and contains the exact answer.
+Important Instruction: Assign category 1 if the passage is somewhat related to the topic but not completely, category 2 if passage presents something very important related to the entire topic but also has some extra information and category 3 if the passage only and entirely refers to the topic. If none of the above satisfies give it category 0.
+Query: how long to boil an egg {soft}
+Passages:
+[7067032] Six minutes in boiling water gives a runny yolk.
+[8182161] Eggs are laid by hens; {braces} stay as written.
+[99] Boil for ten minutes for a hard yolk.
+Answer with one JSON object that maps each passage id to its score, with exactly these ids as keys: 7067032, 8182161, 99. Each score must be an integer from 0 to 3. Only provide the JSON object, without any code or reasoning."""
+HE = "You are a person with very high Extraversion. You love being around people, are full of energy, and speak with enthusiasm and confidence. When responding, use vivid, expressive language, initiate topics, ask engaging questions, and inject positive emotion and spontaneity. Don't hesitate to share anecdotes or laugh out loud in your text."
+QUERY = "how long to boil an egg {soft}"
+PASSAGES = [
+    ("7067032", "Six minutes in boiling water gives a runny yolk."),
+    ("8182161", "Eggs are laid by hens; {braces} stay as written."),
+    ("99", "Boil for ten minutes for a hard yolk."),
+]
+IDS = ["7067032", "8182161", "99"]
+
+
+def test_batch_prompt_is_rendered_verbatim_for_default():
+    default = select_personalities(["default"])[0]
+    assert build_batch_messages(default, QUERY, PASSAGES) == [{"role": "user", "content": BATCH_PROMPT}]
+
+
+def test_personality_instruction_comes_first_then_a_blank_line():
+    he = select_personalities(["HE"])[0]
+    assert build_batch_messages(he, QUERY, PASSAGES) == [{"role": "user", "content": f"{HE}\n\n{BATCH_PROMPT}"}]
+
+
+def test_sampling_is_greedy_and_penalties_are_added_only_when_given():
+    prompt = load_batch_prompt()
+    assert prompt.sampling == {"temperature": 0.0, "top_p": 1.0}
+    plain = BatchConfig("r", "m", "vllm", prompt.sampling)
+    llama = BatchConfig("r", "m", "vllm", prompt.sampling, frequency_penalty=1.0, presence_penalty=0.0)
+    assert plain.params() == {"temperature": 0.0, "top_p": 1.0}
+    assert llama.params() == {"temperature": 0.0, "top_p": 1.0, "frequency_penalty": 1.0, "presence_penalty": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        # a placeholder the file does not declare
+        (("{ids}", "{ids} {extra}"), "template placeholders ['extra', 'ids', 'passages', 'query'] differ"),
+        # a passage line without its text
+        (("'''[{doc_id}] {text}'''", "'''[{doc_id}]'''"), "passage placeholders ['doc_id'] differ"),
+        # a renamed file
+        (('name = "batch_umbrela"', 'name = "batch"'), "name is 'batch', expected 'batch_umbrela'"),
+    ],
+)
+def test_a_broken_template_is_refused_on_load(tmp_path: Path, edit, message):
+    from peras.paths import PROMPTS_DIR
+
+    text = (PROMPTS_DIR / "batch_umbrela.toml").read_text(encoding="utf-8")
+    assert edit[0] in text
+    path = tmp_path / "batch_umbrela.toml"
+    path.write_text(text.replace(edit[0], edit[1], 1), encoding="utf-8")
+    with pytest.raises(InputError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_batch_prompt(path)
+
+
+OK = BatchParse((2, 0, 3), True, "ok")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # plain JSON
+        ('{"7067032": 2, "8182161": 0, "99": 3}', OK),
+        # inside a code fence
+        ('```json\n{"7067032": 2, "8182161": 0, "99": 3}\n```', OK),
+        # prose before and after the object
+        ('Here are the scores:\n{"7067032": 2, "8182161": 0, "99": 3}\nHope this helps {not json}', OK),
+        # keys in another order, with whitespace and the [brackets] of the listing
+        ('{"99": 3, " [7067032] ": 2, "[8182161]": 0}', OK),
+        # a digit as a string and an integral float both count
+        ('{"7067032": "2", "8182161": 0.0, "99": 3}', OK),
+        # a closed reasoning block is dropped
+        ('<think>{"7067032": 1}</think>{"7067032": 2, "8182161": 0, "99": 3}', OK),
+        # a stray brace before the object is skipped
+        ('Scores {as asked}: {"7067032": 2, "8182161": 0, "99": 3}', OK),
+        # an id missing
+        ('{"7067032": 2, "99": 3}', BatchParse(None, False, "missing id 8182161")),
+        # an id that is not in the batch
+        ('{"7067032": 2, "8182161": 0, "99": 3, "100": 1}', BatchParse(None, False, "unexpected id 100")),
+        # the same id twice
+        ('{"7067032": 2, "8182161": 0, "99": 3, "99": 1}', BatchParse(None, False, "duplicate id 99")),
+        # score 4
+        ('{"7067032": 4, "8182161": 0, "99": 3}', BatchParse(None, False, "score of 7067032 out of range 0-3: 4")),
+        # a negative score
+        ('{"7067032": 2, "8182161": -1, "99": 3}', BatchParse(None, False, "score of 8182161 out of range 0-3: -1")),
+        # a fraction
+        ('{"7067032": 2.5, "8182161": 0, "99": 3}', BatchParse(None, False, "score of 7067032 not an integer: 2.5")),
+        # a word
+        ('{"7067032": "high", "8182161": 0, "99": 3}', BatchParse(None, False, 'score of 7067032 not an integer: "high"')),
+        # a boolean is not a score
+        ('{"7067032": true, "8182161": 0, "99": 3}', BatchParse(None, False, "score of 7067032 not an integer: true")),
+        # null
+        ('{"7067032": null, "8182161": 0, "99": 3}', BatchParse(None, False, "score of 7067032 not an integer: null")),
+        # the scores nested one level down
+        ('{"scores": {"7067032": 2, "8182161": 0, "99": 3}}', BatchParse(None, False, "missing id 7067032")),
+        # a list of scores instead of an object
+        ("[2, 0, 3]", BatchParse(None, False, "no JSON object")),
+        # no JSON at all
+        ("The first passage is relevant (2), the others not.", BatchParse(None, False, "no JSON object")),
+        # JSON cut off by the token limit
+        ('{"7067032": 2, "8182161": 0, "9', BatchParse(None, False, "no JSON object")),
+        # a Python dict, not JSON
+        ("{'7067032': 2, '8182161': 0, '99': 3}", BatchParse(None, False, "no JSON object")),
+        # empty
+        ("", BatchParse(None, False, "no JSON object")),
+    ],
+)
+def test_batch_answers(answer, expected):
+    assert parse_batch_answer(answer, IDS) == expected

@@ -1,0 +1,479 @@
+"""`peras report`: one self-contained HTML page whose tables, highlights and figures follow the metric views."""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import replace
+from html.parser import HTMLParser
+
+import duckdb
+import polars as pl
+import pytest
+from sklearn.metrics import cohen_kappa_score, f1_score
+
+from flows.report import report
+from peras.sql import query_frame, run_sql
+from peras.warehouse import open_migrated
+from tasks.report import read_report_data, render_report
+from tasks.report_tables import PERSONALITY_ORDER, fmt
+from tests.conftest import SHARED_DATA
+from tests.helpers import run_cli
+from tests.metrics_fixtures import Judgment, load_judgments
+
+VOID = {"meta", "img", "br", "hr", "link", "input", "source", "col", "wbr"}
+CLASSIFIER_TITLES = [
+    "Random Forest",
+    "XGBoost",
+    "LightGBM",
+    "Ordinal LR",
+    "RF w/o conf.",
+    "Oracle (best single)",
+    "Majority vote",
+    "Conf.-weighted vote",
+    "Sqrt-conf.-weighted vote",
+    "Entropy-weighted vote",
+]
+
+
+class Page(HTMLParser):
+    """The parts of the page the tests read: balanced tags, tables (cell text and class), img sources, links."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.tables: list[dict] = []
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self._cell: list[str] | None = None
+        self._open: list[dict] = []
+        self.feed(text)
+        self.close()
+        if self.stack:
+            self.errors.append(f"unclosed: {self.stack}")
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag not in VOID:
+            self.stack.append(tag)
+        if tag == "img":
+            self.images.append(attributes.get("src", ""))
+        if "href" in attributes:
+            self.links.append(attributes["href"])
+        if tag == "table":
+            self._open.append({"class": attributes.get("class", ""), "attrs": attributes, "rows": []})
+        elif tag == "tr" and self._open:
+            self._open[-1]["rows"].append([])
+        elif tag in ("td", "th") and self._open:
+            self._cell = []
+            self._open[-1]["rows"][-1].append({"tag": tag, "class": attributes.get("class", ""), "text": ""})
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+        else:
+            self.stack.pop()
+        if tag in ("td", "th") and self._cell is not None and self._open:
+            self._open[-1]["rows"][-1][-1]["text"] = " ".join("".join(self._cell).split())
+            self._cell = None
+        elif tag == "table" and self._open:
+            self.tables.append(self._open.pop())
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def table_by_id(self, table_id: str) -> list[list[dict]]:
+        """Every row of the table with that id, header included."""
+        return next(t for t in self.tables if t["attrs"].get("id") == table_id)["rows"]
+
+    def table(self, css_class: str, index: int = 0) -> list[list[dict]]:
+        """The rows of the index-th table whose class contains css_class, body rows only (cells are td)."""
+        found = [t for t in self.tables if css_class in t["class"].split()]
+        return [row for row in found[index]["rows"] if row and all(c["tag"] == "td" for c in row)]
+
+
+def check_self_contained(html: str) -> Page:
+    """Balanced tags, every image inlined as a PNG data URI, only in-page links, nothing fetched."""
+    assert html.startswith("<!DOCTYPE html>")
+    page = Page(html)
+    assert page.errors == []
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert all(link.startswith("#") for link in page.links)
+    for scheme in ("http://", "https://", "file://", "<script", "<link", "@import"):
+        assert scheme not in html
+    return page
+
+
+def cells(rows: list[list[dict]]) -> dict[str, list[dict]]:
+    """Metric table rows keyed by personality (first column)."""
+    return {row[0]["text"]: row[1:] for row in rows}
+
+
+# ------------------------------------------------------------------------ the sample, judged by the fake server
+
+
+@pytest.fixture(scope="module")
+def judged_sample(tmp_path_factory):
+    """The sample judged by the scripted fake server (11 personalities x CoT on/off) and classified once."""
+    from flows.classify import classify
+    from flows.ingest import ingest
+    from flows.judge import judge
+    from peras.settings import load_settings
+    from peras.testing.fake_openai import FakeOpenAI, instant
+
+    root = tmp_path_factory.mktemp("judged")
+    settings = load_settings(warehouse=root / "peras.duckdb", data_dir=SHARED_DATA, reports_dir=root / "reports")
+    ingest(preset="sample", settings=settings)
+    with FakeOpenAI(instant) as server:
+        settings.base_urls = [server.base_url]
+        settings.model = "fake-model"
+        judge(collection="sample", settings=settings)
+    classify(
+        collection="sample",
+        run="sample-fake-model",
+        cot=False,
+        confidence_method="verbalized",
+        trials=3,
+        settings=settings,
+    )
+    return settings
+
+
+@pytest.mark.integration
+def test_report_of_the_judged_sample(judged_sample, tmp_path):
+    summary = report(output=str(tmp_path / "out"), settings=judged_sample)
+    html = summary.path.read_text(encoding="utf-8")
+    page = check_self_contained(html)
+
+    assert summary.path == tmp_path / "out" / "report.html"
+    assert (summary.n_runs, summary.n_settings, summary.n_figures) == (1, 2, 10)
+    # per setting: two radars, the kappa heatmap, confidence by label, reliability diagrams
+    assert len(page.images) == html.count("<img ") == 10
+    pngs = sorted((tmp_path / "out" / "figures").glob("*.png"))
+    assert len(pngs) == 10
+    assert all(p.stat().st_size > 1000 and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert summary.n_bytes == summary.path.stat().st_size > sum(p.stat().st_size for p in pngs)
+
+    runs = page.table_by_id("runs")
+    assert [c["text"] for c in runs[1]] == [
+        "sample-fake-model",
+        "llm",
+        "sample",
+        "all",
+        "fake-model",
+        "openai-compatible",
+        runs[1][6]["text"],
+        "11",
+        "no CoT, CoT",
+        "verbalized",
+        "880",
+        "0",
+        "0",
+    ]
+
+    agreement, reliability = page.table("agreement"), page.table("reliability")
+    assert [row[0]["text"] for row in agreement] == PERSONALITY_ORDER
+    assert [row[0]["text"] for row in reliability] == PERSONALITY_ORDER
+    assert {len(row) for row in agreement + reliability} == {1 + 2 * 3}
+
+    # highlighted cells are exactly the view's is_better rows: column = setting (no CoT, CoT) x metric
+    shown = set()
+    for rows, metrics in ((agreement, ["cohen_kappa", "qwk", "macro_f1"]), (reliability, ["ro", "ru", "hmr"])):
+        for row in rows:
+            for j, cell in enumerate(row[1:]):
+                if "better" in cell["class"].split():
+                    shown.add((row[0]["text"], j >= 3, metrics[j % 3]))
+    con = duckdb.connect(str(judged_sample.warehouse), read_only=True)
+    try:
+        better = con.execute(
+            "select personality, cot, metric from metrics_vs_default where is_better "
+            "and metric in ('cohen_kappa', 'qwk', 'macro_f1', 'ro', 'ru', 'hmr')"
+        ).fetchall()
+        default_kappa = con.execute(
+            "select cohen_kappa from metrics_agreement where personality = 'default' and not cot"
+        ).fetchone()[0]
+    finally:
+        con.close()
+    assert shown == set(better) and len(shown) > 0
+    assert cells(agreement)["default"][0]["text"] == fmt(default_kappa)
+
+    classifier = page.table("classifier")
+    assert [row[0]["text"] for row in classifier] == CLASSIFIER_TITLES
+    assert all(re.fullmatch(r"-?\d\.\d{3} \(\d\.\d{3}\)( \[\w+\])?", c["text"]) for row in classifier for c in row[1:])
+    assert re.search(r"\[(default|[HL][ACENO])\]", classifier[5][1]["text"])
+    assert all(any("best" in row[k]["class"] for row in classifier) for k in (1, 2, 3))
+    assert "no priming runs yet" in html
+
+
+@pytest.mark.integration
+def test_cli_writes_the_report(judged_sample, tmp_path, capsys):
+    out = tmp_path / "cli"
+    result = run_cli(
+        capsys,
+        "report",
+        "--warehouse",
+        str(judged_sample.warehouse),
+        "--output",
+        str(out),
+        "--run",
+        "sample-fake-model",
+        "--personality",
+        "default",
+        "--personality",
+        "HN",
+    )
+    assert result.exit_code == 0, result.err
+    size = (out / "report.html").stat().st_size
+    assert result.out == (
+        f"wrote {out / 'report.html'} ({size:,} bytes): 1 run(s), 2 setting(s), 10 figures "
+        f"(PNGs in {out / 'figures'})\n"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # a run that does not exist: the runs that do are named
+        (["--run", "nope"], "error: no judgments for run 'nope': runs with judgments are sample-fake-model"),
+        # a collection without runs
+        (
+            ["--collection", "dl19"],
+            "error: no judgments on collection 'dl19': runs with judgments are sample-fake-model",
+        ),
+    ],
+)
+def test_nothing_to_report_is_a_usage_error(judged_sample, tmp_path, capsys, args, message):
+    result = run_cli(capsys, "report", "--warehouse", str(judged_sample.warehouse), "--output", str(tmp_path), *args)
+    assert (result.exit_code, result.err.strip()) == (2, message)
+    assert not (tmp_path / "report.html").exists()
+
+
+# --------------------------------------------------------------------------------- a constructed warehouse
+
+RELEVANCE = [0, 1, 2, 3, 0, 1, 2, 3, 0]
+LABELS = {
+    "default": [0, 1, 2, 3, 1, 1, 1, 1, None],  # 5 of 8 right; the 9th pair failed to parse
+    "HA": RELEVANCE,  # perfect: better than default on every metric
+    "LA": [3] * 9,  # constant: kappa and QWK 0, every confidence wasted on wrong labels
+}
+CONFIDENCE = {"default": 50.0, "HA": 90.0, "LA": 100.0}
+
+
+def constructed_judgments() -> list[Judgment]:
+    """r1: three personalities, verbalized confidences. r2: an import-like run, no confidences, one class only."""
+    rows = [
+        Judgment(
+            "r1",
+            p,
+            False,
+            "verbalized",
+            f"q{i % 2}",
+            f"d{i}",
+            rel,
+            labels[i],
+            None if labels[i] is None else CONFIDENCE[p],
+        )
+        for p, labels in LABELS.items()
+        for i, rel in enumerate(RELEVANCE)
+    ]
+    rows += [Judgment("r2", p, False, "none", "q9", f"e{i}", 2, 2, None) for p in LABELS for i in range(4)]
+    return rows
+
+
+def reference(truth: list[int], labels: list[int]) -> list[str]:
+    """scikit-learn's kappa, QWK and macro-F1, formatted as the report formats them."""
+    return [
+        fmt(cohen_kappa_score(truth, labels)),
+        fmt(cohen_kappa_score(truth, labels, weights="quadratic", labels=[0, 1, 2, 3])),
+        fmt(f1_score(truth, labels, average="macro")),
+    ]
+
+
+@pytest.fixture
+def constructed(settings):
+    with open_migrated(settings.warehouse) as con:
+        load_judgments(con, constructed_judgments())
+    return settings
+
+
+@pytest.mark.integration
+def test_highlights_dashes_and_figures_of_a_constructed_case(constructed, tmp_path):
+    summary = report(output=str(tmp_path), settings=constructed)
+    html = summary.path.read_text(encoding="utf-8")
+    page = check_self_contained(html)
+    # r1: two radars, heatmap, confidence bars, reliability diagrams; r2 (no confidences): a radar and a heatmap
+    assert (summary.n_settings, summary.n_figures, len(page.images)) == (2, 7, 7)
+
+    agreement, reliability = cells(page.table("agreement")), cells(page.table("reliability"))
+    assert list(agreement) == ["default", "HA", "LA"]
+    better = {p: [c["text"] for c in row if "better" in c["class"].split()] for p, row in agreement.items()}
+    assert better == {"default": [], "HA": ["1.000", "1.000", "1.000"], "LA": []}
+    # r2 (columns 3-5): one class on both sides, kappa and QWK undefined; macro-F1 1 everywhere, a tie, not better
+    assert [c["text"] for c in agreement["default"]] == [
+        *reference(RELEVANCE[:8], LABELS["default"][:8]),
+        "–",
+        "–",
+        "1.000",
+    ]
+    assert [c["text"] for c in agreement["LA"]] == [*reference(RELEVANCE, LABELS["LA"]), "–", "–", "1.000"]
+    assert [c["text"] for c in agreement["LA"]][:2] == ["0.000", "0.000"]  # a constant judge
+
+    # RO, RU, HMR: default p = 0.5 gives 0.5 each; HA never wrong (RO 1), RU 0.9; LA never right (RU 1), RO 0
+    assert [c["text"] for c in reliability["default"]] == ["0.500", "0.500", "0.500", "–", "–", "–"]
+    assert [c["text"] for c in reliability["HA"]] == ["1.000", "0.900", fmt(2 * 0.9 / 1.9), "–", "–", "–"]
+    assert [c["text"] for c in reliability["LA"]] == ["0.000", "1.000", "0.000", "–", "–", "–"]
+    assert [c["text"] for c in reliability["HA"] if "better" in c["class"]] == ["1.000", "0.900", fmt(2 * 0.9 / 1.9)]
+    assert [c["text"] for c in reliability["LA"] if "better" in c["class"]] == ["1.000"]
+
+    runs = {row[0]["text"]: [c["text"] for c in row] for row in page.table_by_id("runs")[1:]}
+    # r1: one label failure; r2 asks for no confidence, so none is missing
+    assert runs["name-r1"][-3:] == ["27", "1", "0"]
+    assert runs["name-r2"][-3:] == ["12", "0", "–"]
+    assert "no classifier runs for these runs yet" in html
+    assert "no priming runs yet" in html
+
+
+@pytest.mark.integration
+def test_single_run_with_one_setting_and_priming_plots(constructed, tmp_path):
+    first = report(output=str(tmp_path), settings=constructed)
+    assert first.n_figures == 7
+    (tmp_path / "figures" / "mine.png").write_bytes(b"not the report's")
+    priming = constructed.reports_dir / "priming"
+    priming.mkdir(parents=True)
+    shutil.copy(tmp_path / "figures" / "radar-agreement-name-r1-nocot-verbalized.png", priming / "priming-index.png")
+
+    summary = report(runs=["name-r1"], output=str(tmp_path), settings=constructed)
+    html = summary.path.read_text(encoding="utf-8")
+    page = check_self_contained(html)
+    assert (summary.n_runs, summary.n_settings, summary.n_figures) == (1, 1, 5)
+    assert len(page.images) == 6  # the five figures and the priming plot
+    assert "priming-index.png" in html and "no priming runs yet" not in html
+    assert re.findall(r'<th class="group"[^>]*>([^<]+)<', html) == ["name-r1", "name-r1"]
+    # the earlier report's figures of name-r2 are gone; a file the report did not write stays
+    assert sorted(p.name for p in (tmp_path / "figures").glob("*.png")) == [
+        "confidence-by-label-name-r1-nocot-verbalized.png",
+        "kappa-personalities-name-r1-nocot-verbalized.png",
+        "mine.png",
+        "radar-agreement-name-r1-nocot-verbalized.png",
+        "radar-reliability-name-r1-nocot-verbalized.png",
+        "reliability-name-r1-nocot-verbalized.png",
+    ]
+
+
+@pytest.mark.integration
+def test_priming_views_show_as_tables(constructed):
+    data = read_report_data.fn(constructed, None, None)
+    index = pl.DataFrame(
+        {
+            "run_name": ["p1", "p1"],
+            "personality": ["default", "HA"],
+            "priming_index": [0.25, None],
+            "p_value": [2.1e-5, 0.5],
+        }
+    )
+    html = render_report.fn(replace(data, priming_views={"priming_index": (index, 101)}), [], [], {})
+    page = check_self_contained(html)
+    rows = [[c["text"] for c in row] for row in page.table("priming")]
+    assert rows == [["p1", "default", "0.250", "2.1e-05"], ["p1", "HA", "–", "0.500"]]
+    assert "<code>priming_index</code> (first 2 rows)" in html
+    assert "no priming runs yet" not in html
+
+
+@pytest.mark.integration
+def test_empty_warehouse_is_a_usage_error(settings, tmp_path, capsys):
+    result = run_cli(capsys, "report", "--warehouse", str(settings.warehouse), "--output", str(tmp_path))
+    assert (result.exit_code, result.err.strip()) == (
+        2,
+        "error: no judgments in the warehouse yet: run `peras judge` or `peras import-judgments` first",
+    )
+
+
+@pytest.mark.integration
+def test_personality_kappa_is_cohens_kappa_of_the_two_label_lists(constructed):
+    with open_migrated(constructed.warehouse) as con:
+        run_sql(con, "report/snapshot_cells", {"run_names": None, "collection_id": None})
+        frame = query_frame(con, "report/select_personality_kappa")
+    kappa = {
+        (r["run_name"], r["personality_a"], r["personality_b"]): (r["n_pairs"], r["cohen_kappa"])
+        for r in frame.iter_rows(named=True)
+    }
+    assert frame.height == 2 * 9  # two runs, 3 x 3 personalities each
+    pairs = [i for i, label in enumerate(LABELS["default"]) if label is not None]
+    default = [LABELS["default"][i] for i in pairs]
+    assert kappa["name-r1", "default", "HA"][0] == 8
+    assert math.isclose(
+        kappa["name-r1", "default", "HA"][1], cohen_kappa_score(default, [LABELS["HA"][i] for i in pairs])
+    )
+    assert kappa["name-r1", "HA", "default"] == kappa["name-r1", "default", "HA"]
+    assert kappa["name-r1", "HA", "HA"] == (9, 1.0)
+    assert kappa["name-r1", "HA", "LA"] == (9, 0.0)  # a constant labeller agrees with nobody beyond chance
+    assert kappa["name-r1", "LA", "LA"] == (9, None)  # one label on both sides: undefined
+    assert kappa["name-r2", "default", "HA"] == (4, None)
+
+
+# ------------------------------------------------------------------------------------------------- units
+
+
+@pytest.mark.core
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "–"),  # SQL null: a degenerate metric
+        (float("nan"), "–"),  # NaN never prints as 'nan'
+        (0.12345, "0.123"),
+        (-0.0004, "-4.0e-04"),  # tiny values (p-values) keep their magnitude
+        (0.0, "0.000"),
+        (12, "12"),
+        ("HA", "HA"),
+    ],
+)
+def test_fmt(value, text):
+    assert fmt(value) == text
+
+
+# ----------------------------------------------------------------------------------------------- browser
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed (apt-get install chromium)")
+def test_report_renders_in_a_browser(constructed, tmp_path):
+    from PIL import Image
+
+    summary = report(output=str(tmp_path), settings=constructed)
+    shot = tmp_path / "screenshot.png"
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path)}",
+            f"--screenshot={shot}",
+            "--window-size=1400,4000",
+            summary.path.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    image = Image.open(shot).convert("RGB")
+    assert image.size == (1400, 4000)
+    colors = {color for _, color in image.getcolors(maxcolors=1 << 20)}
+    pixels = pl.Series(list(image.convert("L").getdata()))
+    assert (pixels < 128).mean() > 0.005  # text and lines, not a blank page
+    assert len(colors) > 200  # the figures' antialiased lines and colour maps
+    assert (213, 240, 217) in colors  # the highlight of cells better than default (CSS applied)
+    assert (31, 119, 180) in colors  # the radar's kappa line (the images decoded and drawn)
