@@ -379,7 +379,9 @@ def test_priming_views_show_as_tables(constructed):
             "p_value": [2.1e-5, 0.5],
         }
     )
-    html = render_report.fn(replace(data, priming_views={"priming_index": (index, 101)}), [], [], {})
+    html = render_report.fn(
+        replace(data, priming_views={"priming_index": (index, 101)}), [], [], {"runs": None, "collection": None}
+    )
     page = check_self_contained(html)
     rows = [[c["text"] for c in row] for row in page.table("priming")]
     assert rows == [["p1", "default", "0.250", "2.1e-05"], ["p1", "HA", "–", "0.500"]]
