@@ -13,7 +13,7 @@ from prefect import flow
 
 from flows.judge import Endpoint, endpoint_for, endpoint_slots
 from peras.progress import track
-from peras.prompting import DEFAULT_CODE, select_personalities
+from peras.prompting import DEFAULT_CODE, Personality, select_personalities
 from peras.settings import Settings, load_settings
 from tasks.judge import check_endpoint, run_id_for, store_personalities
 from tasks.priming import (
@@ -26,14 +26,14 @@ from tasks.priming import (
     select_pending,
 )
 from tasks.priming_draws import (
-    DEFAULT_BATCH_SETTINGS,
+    Pools,
     check_batch_settings,
     choose_topics,
     draw_trials,
     load_pools,
     plan_batches,
 )
-from tasks.priming_judging import BatchConfig
+from tasks.priming_judging import BatchConfig, BatchItem
 from tasks.priming_prompt import batch_prompt
 from tasks.priming_report import load_priming_tables, plot_priming_topics, publish_priming_artifact
 from tasks.priming_stats import (
@@ -86,21 +86,7 @@ def priming(
         load_priming_shards(settings, config.run_id)
         pending = select_pending(settings, config.run_id, planned)
         cache = load_cached_answers(settings, config, pending, pools, by_code)
-        with endpoint_slots(settings, endpoint), track(f"priming {name}", len(pending)) as bar:
-            stats = [
-                judge_batches(
-                    settings,
-                    endpoint.base_urls,
-                    config,
-                    f"chunk-{index:05d}-{len(pending)}",
-                    chunk,
-                    pools,
-                    by_code,
-                    cache,
-                    bar,
-                )
-                for index, chunk in enumerate(chunked(pending, chunk_size))
-            ]
+        stats = ask_batches(settings, endpoint, config, name, pending, pools, by_code, cache, chunk_size)
     load_priming_shards(settings, config.run_id)
     n_failures = check_priming_run(settings, config.run_id, planned)
     pairs = load_priming_pairs(settings, config.run_id, planned)
@@ -110,6 +96,37 @@ def priming(
     summary = summarize(name, config, endpoint, scope, len(planned), n_failures, stats, tables, plots)
     publish_priming_artifact(summary)
     return summary
+
+
+def ask_batches(
+    settings: Settings,
+    endpoint: Endpoint,
+    config: BatchConfig,
+    name: str,
+    pending: list[BatchItem],
+    pools: Pools,
+    personalities: dict[str, Personality],
+    cache: dict[str, str],
+    chunk_size: int,
+) -> list[dict[str, Any]]:
+    """Ask the pending batches chunk by chunk, holding endpoint slots only when there is something to ask."""
+    if not pending:
+        return []
+    with endpoint_slots(settings, endpoint), track(f"priming {name}", len(pending)) as bar:
+        return [
+            judge_batches(
+                settings,
+                endpoint.base_urls,
+                config,
+                f"chunk-{index:05d}-{len(pending)}",
+                chunk,
+                pools,
+                personalities,
+                cache,
+                bar,
+            )
+            for index, chunk in enumerate(chunked(pending, chunk_size))
+        ]
 
 
 def personality_codes(personalities: list[str] | None) -> list[str] | None:
@@ -140,9 +157,7 @@ def batch_config(
             presence_penalty,
             extra_body={"cache_prompt": True},
         )
-    return BatchConfig(
-        run_id, endpoint.model, endpoint.backend, sampling, None, frequency_penalty, presence_penalty
-    )
+    return BatchConfig(run_id, endpoint.model, endpoint.backend, sampling, None, frequency_penalty, presence_penalty)
 
 
 def run_parameters(config: BatchConfig) -> dict[str, Any]:

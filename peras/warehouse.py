@@ -107,8 +107,8 @@ def apply_views(con: duckdb.DuckDBPyConnection) -> None:
             except duckdb.CatalogException as exc:
                 failed.append((path, exc))
         if len(failed) == len(pending):
-            path, exc = failed[0]
-            raise RuntimeError(f"cannot create view from {path}: {exc}")
+            first_path, first_error = failed[0]
+            raise RuntimeError(f"cannot create view from {first_path}: {first_error}")
         pending = [path for path, _ in failed]
 
 

@@ -15,14 +15,13 @@ import fnmatch
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import duckdb
 
 from peras.paths import PROJECT_ROOT
 from peras.sql import query_frame, view_files
 from peras.warehouse import migrate, migrations
-from peras.warehouse_examples import EXAMPLES
+from peras.warehouse_doc_text import EXAMPLES, INTRO, MACROS_NOTE
 from peras.warehouse_glossary import GLOSSARY, TABLES
 
 DOC_PATH = PROJECT_ROOT / "docs" / "warehouse.md"
@@ -164,8 +163,9 @@ def parse_views() -> tuple[dict[str, tuple[str, list[str], str]], dict[str, Macr
         if macro:
             about = summary_of(lines)
             about = re.sub(rf"^{macro.group(1)}\([^)]*\):\s*", "", about)
-            macros[macro.group(1)] = Macro(macro.group(1), macro.group(2), source, about, named_meanings(lines),
-                                           set(CALLS.findall(body)))
+            macros[macro.group(1)] = Macro(
+                macro.group(1), macro.group(2), source, about, named_meanings(lines), set(CALLS.findall(body))
+            )
         else:
             views[path.stem] = (source, lines, body)
     return views, macros
@@ -187,11 +187,6 @@ def macro_meanings(names: set[str], macros: dict[str, Macro]) -> dict[str, str]:
     return found
 
 
-def lookup(column: str, meanings: dict[str, str]) -> str | None:
-    """The meaning of `column` itself (wildcard entries such as `th_*` aside)."""
-    return meanings.get(column)
-
-
 def wildcard(column: str, sources: list[dict[str, str]]) -> str | None:
     """The most specific wildcard entry (`th_acc_*` before `th_*`) of the first source that has one."""
     for meanings in sources:
@@ -203,8 +198,8 @@ def wildcard(column: str, sources: list[dict[str, str]]) -> str | None:
 
 def meaning_for(column: str, specific: list[dict[str, str]], general: list[dict[str, str]], combine: bool) -> str:
     """A column's meaning: what its own SQL says, else the glossary's; for views, both (prose: formula)."""
-    own = next((m for s in specific if (m := lookup(column, s))), None)
-    shared = next((m for s in general if (m := lookup(column, s))), None)
+    own = next((m for s in specific if (m := s.get(column))), None)
+    shared = next((m for s in general if (m := s.get(column))), None)
     if own and shared and combine and shared != own:
         return f"{shared}: {own}"
     return own or shared or wildcard(column, specific + general) or ""
@@ -224,7 +219,8 @@ def collect() -> tuple[list[Relation], dict[str, Macro]]:
     for row in frame.iter_rows(named=True):
         name = row["relation_name"]
         if name not in relations:
-            source, about = tables.get(name, ("", ""))
+            # schema_migrations is made by peras/warehouse.py itself, not by a migration
+            source, about = tables.get(name, ("peras/warehouse.py", TABLES.get(name, "")))
             if row["relation_kind"] == "view":
                 source = views.get(name, ("", [], ""))[0]
                 about = summary_of(views.get(name, ("", [], ""))[1])
@@ -264,8 +260,15 @@ def render() -> str:
             for column, dtype in relation.columns:
                 meaning = relation.meanings.get(column, "")
                 out.append(f"| `{column}` | {dtype} | {escape_cell(meaning)} |")
-    out += ["", "## Table macros", "", MACROS_NOTE.strip(), "", "| macro | what it returns | defined in |",
-            "|---|---|---|"]
+    out += [
+        "",
+        "## Table macros",
+        "",
+        MACROS_NOTE.strip(),
+        "",
+        "| macro | what it returns | defined in |",
+        "|---|---|---|",
+    ]
     for macro in sorted(macros.values(), key=lambda m: m.name):
         call = f"`{macro.name}({macro.arguments})`"
         out.append(f"| {escape_cell(call)} | {escape_cell(macro.about)} | `{macro.source}` |")
@@ -279,44 +282,14 @@ def undocumented() -> list[str]:
 
 
 def first_sentence(text: str) -> str:
-    """Up to the first full stop or colon, for the contents table."""
-    match = re.match(r"(.+?[.:])(\s|$)", text)
-    return escape_cell((match.group(1) if match else text).rstrip(":."))
+    """Up to the first full stop, for the contents table."""
+    match = re.match(r"(.+?\.)(\s|$)", text)
+    return escape_cell((match.group(1) if match else text).rstrip("."))
 
 
 def escape_cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
-
-
-INTRO = """
-# The warehouse
-
-Everything PERAS knows is in one DuckDB file (`PERAS_WAREHOUSE`, default `warehouse/peras.duckdb`): the
-collections, every judge run and every LLM request behind it, the metric views, the classifier's trials and the
-priming experiment. Tables are written only by the flows, each publishing in one transaction after its quality
-gate; views are recomputed from the tables whenever they are read, so they are never stale.
-
-Read it with `peras sql "SELECT ..."` (a table, `--format csv` or `--format json`), export any table or view with
-`peras export NAME --output FILE.parquet` (or `.csv`), or open it from Python or the `duckdb` shell **read-only**
-(`duckdb.connect(path, read_only=True)`): a read-only reader never blocks a judge run for longer than its query,
-while a read-write one holds the lock that every stage waits for.
-
-Layers: the tables (`sql/migrations`), the staging view `stg_judgment_facts` (published judgments joined to their
-qrels), the marts (`sql/marts`), and the metric views (`sql/metrics`), each a call of a table macro that analysts
-can also call with their own arguments (see [Table macros](#table-macros)). A metric *group* is one run x
-personality x CoT setting x confidence method.
-
-This file is generated by `python -m peras.warehouse_docs` from the SQL files and a freshly migrated warehouse; a
-test fails when it is out of date. Change the SQL comments (or `peras/warehouse_glossary.py`), not this file.
-"""
-
-MACROS_NOTE = """
-Each metric view is `select * from <macro>()`. Call the macro yourself for other parameters, or on a filtered copy
-of the cells: `cells` / `metrics` name a relation shaped like `metrics_cells` / `metrics_long` (a view, a table, or
-a CTE of the same query), e.g.
-`with c as (select * from metrics_cells where collection_id = 'dl19') select * from agreement_from(cells := 'c')`.
-"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,8 +304,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     DOC_PATH.write_text(text, encoding="utf-8")
     missing = undocumented()
-    print(f"wrote {DOC_PATH} ({len(text.splitlines())} lines); {len(missing)} columns without a meaning"
-          + (f": {', '.join(missing)}" if missing else ""))
+    print(
+        f"wrote {DOC_PATH} ({len(text.splitlines())} lines); {len(missing)} columns without a meaning"
+        + (f": {', '.join(missing)}" if missing else "")
+    )
     return 0
 
 

@@ -11,6 +11,10 @@ TABLES: dict[str, str] = {
     "queries": "The topics of each collection: query_id and its text.",
     "passages": "The judged passages of each collection: doc_id and its text.",
     "qrels": "The human relevance judgments (0-3) of each collection: the ground truth every metric uses.",
+    "judge_runs": "One row per judge run, judged here or imported: collection, subset, model, backend, parameters "
+    "and status (only published runs reach the views).",
+    "subset_topics": "The topics of each named subset, in the order they were selected.",
+    "priming_runs": "One row per priming run: collection, model, seed, request parameters, scope and status.",
     "ingest_files": "The source files behind each ingest run, with their sha256 and record counts.",
     "clf_runs": "One row per `peras classify` call (Experiment 2): its features, pairs, seeds and learners.",
     "clf_trials": "One row per classify run x trial x learner: the test-part scores of one random split.",
@@ -32,16 +36,16 @@ GLOSSARY: dict[str, str] = {
     "backend": "how the model was reached: 'llama.cpp' (embedded), 'vllm', 'openai-compatible', 'import'",
     "source": "'llm' (judged by peras) or 'import' (judged elsewhere, loaded with peras import-judgments)",
     "personality": "personality condition: 'default' (no instruction), HA/LA, HC/LC, HE/LE, HN/LN, HO/LO "
-                   "(High/Low Agreeableness, Conscientiousness, Extraversion, Neuroticism, Openness) or a user code",
+    "(High/Low Agreeableness, Conscientiousness, Extraversion, Neuroticism, Openness) or a user code",
     "cot": "true: judged with chain-of-thought (reason first, then the label)",
     "confidence_method": "how the confidence was obtained: 'verbalized', 'logprob', 'sampling', 'given' "
-                         "(an imported file's column), 'none'",
+    "(an imported file's column), 'none'",
     "label": "the judge's relevance label 0-3; null for a label parse failure",
     "confidence": "the judge's confidence 0-100 in its label; null when missing or unparseable",
     "expected_score": "logprob: sum_k k * p(k); sampling: mean vote; else null",
     "status": "'ok', 'label_parse_failure', 'confidence_parse_failure' or 'error'",
     "judge_runs.status": "'running' while judging; 'published' once its quality gate passed (only published "
-                         "runs reach the metric views); 'failed_check' when it failed",
+    "runs reach the metric views); 'failed_check' when it failed",
     "reason": "why, when status is not 'ok'",
     "params": "parameters that define the run or subset (JSON); never credentials",
     "fingerprint": "sha256 over the source files' sha256s: the same files again are a no-op",
@@ -75,7 +79,7 @@ GLOSSARY: dict[str, str] = {
     "n_judgments": "judgments in the group (or cell)",
     "n_scored": "judgments with a label: what the agreement metrics score",
     "n_scored_confidence": "judgments with a label and a confidence: what reliability, calibration and "
-                           "thresholds score",
+    "thresholds score",
     "n_label_failures": "judgments whose label could not be parsed: counted, never scored",
     "n_confidence_missing": "judgments with a label but no usable confidence",
     "n_correct": "scored judgments whose label equals the human relevance",
@@ -156,7 +160,7 @@ GLOSSARY: dict[str, str] = {
     "is_confidence_missing": "confidence is null",
     # personalities
     "trait": "Big-Five trait: Agreeableness, Conscientiousness, Extraversion, Neuroticism, Openness ('none' "
-             "for default)",
+    "for default)",
     "pole": "'high' or 'low' ('none' for default)",
     "instruction": "the exact persona instruction put before the judging prompt (empty for default)",
     # LLM requests

@@ -95,9 +95,7 @@ def select_pending(settings: Settings, run_id: str, planned: list[BatchItem]) ->
     with connect(settings.warehouse, read_only=True) as con:
         done = set(run_sql(con, "priming/select_done", {"priming_run_id": run_id}).fetchall())
     return [
-        i
-        for i in planned
-        if (i.query_id, i.trial, i.n_prologue, i.n_epilogue, i.personality, i.condition) not in done
+        i for i in planned if (i.query_id, i.trial, i.n_prologue, i.n_epilogue, i.personality, i.condition) not in done
     ]
 
 

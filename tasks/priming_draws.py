@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import connect, open_migrated
+from peras.warehouse import connect
 from tasks.priming_judging import CONDITIONS, BatchItem
 
 DEFAULT_BATCH_SETTINGS = ((4, 4), (4, 8), (8, 8))
@@ -81,7 +81,7 @@ def choose_topics(
     layouts: list[tuple[int, int]],
 ) -> list[str]:
     """The given topics, or those with at least `min_per_level` judged passages at every level 0-3."""
-    with open_migrated(settings.warehouse) as con:
+    with connect(settings.warehouse, read_only=True) as con:
         [(has_collection,)] = run_sql(
             con, "priming/select_collection_exists", {"collection_id": collection_id}
         ).fetchall()
@@ -100,6 +100,8 @@ def choose_topics(
         chosen = [q for q, row in by_topic.items() if all(row[f"n_level_{k}"] >= min_per_level for k in range(4))]
         if not chosen:
             raise UsageError(f"no topic of {collection_id} has {min_per_level} judged passages at every level")
+    if limit_topics is not None and limit_topics < 1:
+        raise UsageError(f"limit_topics must be at least 1, not {limit_topics}")
     chosen = chosen[:limit_topics] if limit_topics else chosen
     _check_enough(by_topic, chosen, layouts)
     return chosen
@@ -111,9 +113,7 @@ def _check_enough(by_topic: dict[str, dict[str, Any]], topics: list[str], layout
         for level, n in need.items():
             have = by_topic[query_id][f"n_level_{level}"]
             if have < n:
-                raise UsageError(
-                    f"topic {query_id} has {have} passages at level {level}; the batch settings need {n}"
-                )
+                raise UsageError(f"topic {query_id} has {have} passages at level {level}; the batch settings need {n}")
 
 
 @task(cache_policy=NO_CACHE)
@@ -151,6 +151,8 @@ def draw_trial(pool: TopicPool, trial: int, n_prologue: int, n_epilogue: int, se
 @task(cache_policy=NO_CACHE)
 def draw_trials(pools: Pools, trials: int, layouts: list[tuple[int, int]], seed: int) -> list[Draw]:
     """Every trial of every topic and setting (trials numbered from 1)."""
+    if trials < 1:
+        raise UsageError(f"trials must be at least 1, not {trials}")
     return [
         draw_trial(pool, trial, n_prologue, n_epilogue, seed)
         for pool in pools.topics.values()
@@ -172,12 +174,12 @@ def plan_batches(draws: list[Draw], personalities: list[str]) -> list[BatchItem]
 def planned_frame(items: list[BatchItem]) -> pl.DataFrame:
     """The planned batches as a frame (registered as priming_planned for the gate and the statistics)."""
     schema = {
-        "query_id": pl.String,
-        "trial": pl.Int32,
-        "n_prologue": pl.Int32,
-        "n_epilogue": pl.Int32,
-        "personality": pl.String,
-        "condition": pl.String,
-        "doc_ids": pl.List(pl.String),
+        "query_id": pl.String(),
+        "trial": pl.Int32(),
+        "n_prologue": pl.Int32(),
+        "n_epilogue": pl.Int32(),
+        "personality": pl.String(),
+        "condition": pl.String(),
+        "doc_ids": pl.List(pl.String()),
     }
     return pl.DataFrame([{**asdict(i), "doc_ids": list(i.doc_ids)} for i in items], schema=schema)

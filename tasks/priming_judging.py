@@ -106,9 +106,7 @@ class BatchJudge:
     async def judge_batch(self, item: BatchItem) -> None:
         """Ask one batch and journal its outcome (scores, or the failure and why)."""
         passages = [(doc_id, self.texts[doc_id]) for doc_id in item.doc_ids]
-        messages = build_batch_messages(
-            self.personalities[item.personality], self.queries[item.query_id], passages
-        )
+        messages = build_batch_messages(self.personalities[item.personality], self.queries[item.query_id], passages)
         try:
             request_id, parsed = await self.ask(messages, item.doc_ids)
             row = {"request_id": request_id, "scores": parsed.scores, "reason": None if parsed.ok else parsed.reason}

@@ -177,6 +177,4 @@ def _check_placeholders(template: str, declared: tuple[str, ...], what: str, pat
     except ValueError as exc:
         raise InputError(f"{what}: {exc}", path) from exc
     if sorted(set(used)) != sorted(declared) or any(not name.isidentifier() for name in used):
-        raise InputError(
-            f"{what} placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path
-        )
+        raise InputError(f"{what} placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path)

@@ -58,6 +58,8 @@ def plot_priming_topics(settings: Settings, run_name: str, analysis: list[dict[s
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    if not analysis:
+        return []
     directory = plot_dir(settings, run_name)
     directory.mkdir(parents=True, exist_ok=True)
     frame = pl.DataFrame(analysis)
@@ -91,6 +93,7 @@ def _plot_panel(ax: Any, personality: str, rows: list[dict[str, Any]]) -> None:
     for x, row in zip(xs, rows, strict=True):
         ax.annotate(stars(row["p_value"]), (x, max(row["mean_ht"], row["mean_lt"]) + 0.05), ha="center")
     ax.set_xticks(list(xs), [f"PL={r['n_prologue']}\nEL={r['n_epilogue']}" for r in rows], fontsize=8)
+    ax.set_xlim(-0.7, len(rows) - 0.3)
     ax.set_ylim(0, 3.3)
     ax.set_ylabel("mean epilogue score", fontsize=8)
     ax.set_title(personality, fontsize=9)

@@ -20,7 +20,7 @@ from scipy import stats
 from peras.prompting import DEFAULT_CODE
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import connect, now, open_migrated
 from tasks.priming_draws import planned_frame
 from tasks.priming_judging import BatchItem
 
@@ -55,7 +55,7 @@ INDEX_SCHEMA = {
 @task(cache_policy=NO_CACHE)
 def load_priming_pairs(settings: Settings, run_id: str, planned: list[BatchItem]) -> pl.DataFrame:
     """Epilogue passages scored under both conditions, within the batches this call planned."""
-    with open_migrated(settings.warehouse) as con:
+    with connect(settings.warehouse, read_only=True) as con:
         con.register("priming_planned", planned_frame(planned).to_arrow())
         return query_frame(con, "priming/select_pairs", {"priming_run_id": run_id})
 
@@ -74,9 +74,7 @@ def paired_test(a: list[float] | np.ndarray, b: list[float] | np.ndarray) -> tup
 def compute_priming_tests(pairs: pl.DataFrame) -> pl.DataFrame:
     """One row per topic x setting x personality, and one pooled over topics ('*') per setting x personality."""
     gaps = pairs.with_columns((pl.col("score_lt") - pl.col("score_ht")).alias("gap"))
-    default = gaps.filter(pl.col("personality") == DEFAULT_CODE).select(
-        *MATCH_KEYS, pl.col("gap").alias("gap_default")
-    )
+    default = gaps.filter(pl.col("personality") == DEFAULT_CODE).select(*MATCH_KEYS, pl.col("gap").alias("gap_default"))
     joined = gaps.join(default, on=MATCH_KEYS, how="left")
     rows = [_test_row(key, group) for key, group in _groups(joined, ["query_id", *SETTING_KEYS])]
     rows += [_test_row((POOLED, *key), group) for key, group in _groups(joined, SETTING_KEYS)]

@@ -48,7 +48,8 @@ def _open_binary(path: Path) -> IO[bytes]:
         raise UsageError(f"not a file: {path}")
     with path.open("rb") as probe:
         magic = probe.read(2)
-    return gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")
+    handle: IO[bytes] = gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")  # type: ignore[assignment]
+    return handle
 
 
 def iter_lines(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[int, str]]:

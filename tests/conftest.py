@@ -68,11 +68,21 @@ def prefect_server() -> Iterator[str]:
 
     with temporary_settings(updates={PREFECT_API_URL: url}):
         yield url
+        drain_prefect_workers()
     proc.terminate()
     try:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def drain_prefect_workers() -> None:
+    """Flush Prefect's log and event workers while the server still answers (else they retry for ~70 s)."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        worker.drain_all(timeout=10)
 
 
 @pytest.fixture

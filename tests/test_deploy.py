@@ -66,13 +66,20 @@ def test_nightly_judge_metrics_and_report_are_scheduled():
     by_name = {s.full_name: s for s in load_specs()}
     judge = by_name["judge/dl19-llama"]
     assert judge.crons == ["0 2 * * * UTC"]
-    assert judge.parameters == {"collection": "dl19", "subset": "balanced",
-                                "run_name": "dl19-balanced-llama-3.1-8b", "backend": "vllm"}
-    assert LLAMA_TAGS <= set(judge.tags)
+    assert judge.parameters == {
+        "collection": "dl19",
+        "subset": "balanced",
+        "run_name": "dl19-balanced-llama-3.1-8b",
+        "backend": "vllm",
+    }
+    assert set(judge.tags) >= LLAMA_TAGS
     assert by_name["metrics/nightly"].crons == ["0 6 * * * UTC"]
     assert by_name["report/nightly"].crons == ["30 6 * * * UTC"]
-    assert [s.full_name for s in by_name.values() if s.crons] == ["judge/dl19-llama", "metrics/nightly",
-                                                                   "report/nightly"]
+    assert [s.full_name for s in by_name.values() if s.crons] == [
+        "judge/dl19-llama",
+        "metrics/nightly",
+        "report/nightly",
+    ]
 
 
 @pytest.mark.core
@@ -80,21 +87,27 @@ def test_llm_deployments_name_the_endpoint_but_hold_no_key():
     for name in ("judge/dl19-llama", "priming/dl19-llama"):
         entry = raw_deployment(name)
         assert entry["work_pool"]["job_variables"]["env"] == {
-            "PERAS_BASE_URLS": "http://127.0.0.1:8000/v1", "PERAS_MODEL": "meta-llama/Llama-3.1-8B-Instruct"}
-        assert entry["pull"][1] == {"peras.deploy_steps.export_secret": {"block": "peras-llm-api-key",
-                                                                         "env": "OPENAI_API_KEY"}}
+            "PERAS_BASE_URLS": "http://127.0.0.1:8000/v1",
+            "PERAS_MODEL": "meta-llama/Llama-3.1-8B-Instruct",
+        }
+        assert entry["pull"][1] == {
+            "peras.deploy_steps.export_secret": {"block": "peras-llm-api-key", "env": "OPENAI_API_KEY"}
+        }
     for entry in yaml.safe_load(PREFECT_FILE.read_text())["deployments"]:
         env = (entry.get("work_pool") or {}).get("job_variables", {}).get("env", {})
         assert not [k for k in env if any(word in k.upper() for word in ("KEY", "TOKEN", "SECRET"))]
 
 
 @pytest.mark.core
-@pytest.mark.parametrize(("args", "code", "message"), [
-    # a deployment the file does not have
-    (["--name", "judge/nope"], 2, "error: no deployment 'judge/nope' in prefect.yaml; choose from ingest/sample,"),
-    # nothing listening where PREFECT_API_URL points
-    (["--name", "ingest/sample"], 1, "error: no Prefect server answers at http://127.0.0.1:"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        # a deployment the file does not have
+        (["--name", "judge/nope"], 2, "error: no deployment 'judge/nope' in prefect.yaml; choose from ingest/sample,"),
+        # nothing listening where PREFECT_API_URL points
+        (["--name", "ingest/sample"], 1, "error: no Prefect server answers at http://127.0.0.1:"),
+    ],
+)
 def test_deploy_errors_are_one_line(capsys, args, code, message):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -113,7 +126,9 @@ def test_deploy_names_missing_flow_files(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr("peras.deployments.PREFECT_FILE", broken)
     result = run_cli(capsys, "deploy")
     assert (result.exit_code, result.err) == (
-        2, "error: flow file(s) missing: flows/gone.py (named in deploy/prefect.yaml)\n")
+        2,
+        "error: flow file(s) missing: flows/gone.py (named in deploy/prefect.yaml)\n",
+    )
 
 
 @pytest.mark.integration
@@ -137,9 +152,15 @@ def start_worker(tmp_path) -> Iterator:
 
     def start(pool: str) -> Path:
         with log.open("w") as out:
-            started.append(subprocess.Popen(
-                [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool], cwd=elsewhere,
-                env={**os.environ, "PREFECT_WORKER_QUERY_SECONDS": "1"}, stdout=out, stderr=subprocess.STDOUT))
+            started.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool],
+                    cwd=elsewhere,
+                    env={**os.environ, "PREFECT_WORKER_QUERY_SECONDS": "1"},
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         return log
 
     yield start
@@ -155,7 +176,11 @@ def run_deployment(name: str, *options: str) -> subprocess.CompletedProcess[str]
     """`prefect deployment run NAME --watch`, exactly as docs/operations.md says."""
     return subprocess.run(
         [sys.executable, "-m", "prefect", "deployment", "run", name, *options, "--watch", "--watch-timeout", "240"],
-        capture_output=True, text=True, timeout=300, check=False)
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def flow_runs_of(name: str) -> list:
@@ -176,22 +201,28 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
 
     pool = f"peras-test-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
-    result = run_cli(capsys, "deploy", "--pool", pool, "--name", "ingest/sample", "--name", "judge/dl19-llama")
+    result = run_cli(capsys, "deploy", "--pool", pool)  # everything, as docs/operations.md says
     assert result.exit_code == 0, result.err
-    assert result.out.splitlines() == [
-        f"work pool {pool} (process): created",
-        "deployed ingest/sample     on demand",
-        "deployed judge/dl19-llama  cron 0 2 * * * UTC",
-        f"2 deployments on {os.environ['PREFECT_API_URL']}; start a worker: prefect worker start --pool {pool}",
-    ]
+    specs = load_specs()
+    lines = result.out.splitlines()
+    assert lines[0] == f"work pool {pool} (process): created"
+    assert lines[-1] == (
+        f"{len(specs)} deployments on {os.environ['PREFECT_API_URL']}; "
+        f"start a worker: prefect worker start --pool {pool}"
+    )
+    assert [line.split()[1] for line in lines[1:-1]] == [s.full_name for s in specs]
+    assert "deployed judge/dl19-llama         cron 0 2 * * * UTC" in lines
     deploy_s = time.monotonic() - started
     with get_client(sync_client=True) as client:
         judge = client.read_deployment_by_name("judge/dl19-llama")
         assert (judge.work_pool_name, judge.parameters["subset"]) == (pool, "balanced")
         assert [(s.schedule.cron, s.active) for s in judge.schedules] == [("0 2 * * *", True)]
         assert judge.pull_steps[0] == {
-            "prefect.deployments.steps.set_working_directory": {"directory": str(PROJECT_ROOT)}}
-        client.pause_deployment(judge.id)  # no nightly run may start during the test (runs by hand still do)
+            "prefect.deployments.steps.set_working_directory": {"directory": str(PROJECT_ROOT)}
+        }
+        for spec in specs:  # no nightly run may start during the test (runs by hand still do)
+            if spec.crons:
+                client.pause_deployment(client.read_deployment_by_name(spec.full_name).id)
     worker_log = start_worker(pool)
 
     # ingest: the documented command, with the warehouse given as a job variable
@@ -219,9 +250,20 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
             env_judge = {**env, "PERAS_BASE_URLS": server.base_url, "PERAS_MODEL": "fake-model"}
             started = time.monotonic()
             judged = run_deployment(
-                "judge/dl19-llama", "--job-variable", f"env={json.dumps(env_judge)}",
-                "--param", "collection=sample", "--param", "run_name=deploy-test", "--param", "limit_pairs=2",
-                "--param", 'personalities=["default", "HA"]', "--param", "cot=[false]")
+                "judge/dl19-llama",
+                "--job-variable",
+                f"env={json.dumps(env_judge)}",
+                "--param",
+                "collection=sample",
+                "--param",
+                "run_name=deploy-test",
+                "--param",
+                "limit_pairs=2",
+                "--param",
+                'personalities=["default", "HA"]',
+                "--param",
+                "cot=[false]",
+            )
             judge_s = time.monotonic() - started
             chats = server.chat_requests
         assert judged.returncode == 0, judged.stdout + judged.stderr + worker_log.read_text()[-3000:]
@@ -231,11 +273,12 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
     assert len(chats) == 2 * 2 * 2  # pairs x personalities x (label, confidence)
     assert {r.headers.get("authorization") for r in chats} == {f"Bearer {key}"}
     (run,) = flow_runs_of("judge/dl19-llama")
-    assert run.name == "judge-sample" and LLAMA_TAGS <= set(run.tags)
+    assert run.name == "judge-sample" and set(run.tags) >= LLAMA_TAGS
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         assert con.execute("select status, model from judge_runs where run_name = 'deploy-test'").fetchall() == [
-            ("published", "fake-model")]
+            ("published", "fake-model")
+        ]
     finally:
         con.close()
 
@@ -248,3 +291,14 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
     stored += [judged.stdout, judged.stderr, worker_log.read_text()]
     assert not [text for text in stored if key in text]
     print(f"\ntimings: deploy {deploy_s:.1f} s, ingest run {ingest_s:.1f} s, judge run {judge_s:.1f} s")
+
+
+@pytest.mark.integration
+def test_export_secret_without_a_block_keeps_the_environment(monkeypatch):
+    from peras.deploy_steps import export_secret
+
+    monkeypatch.setenv("PERAS_TEST_KEY", "from-the-worker")
+    assert export_secret(block=f"absent-{uuid.uuid4().hex[:8]}", env="PERAS_TEST_KEY") == {
+        "secret_source": "environment"
+    }
+    assert os.environ["PERAS_TEST_KEY"] == "from-the-worker"

@@ -196,3 +196,107 @@ def test_flow_measures_priming_and_a_rerun_sends_nothing(dl19, qrels):
 
 def topic_docs(settings, topic: str) -> set[str]:
     return {r[0] for r in rows(settings, f"select doc_id from qrels where query_id = '{topic}'")}
+
+
+def test_unreadable_answers_are_regenerated_then_recorded_as_failures(dl19, qrels):
+    good = priming_responder(qrels)
+
+    def respond(request: dict) -> str:
+        # the HT batch of trial 1 (its prologue opens with 528372) never gets a JSON answer
+        return "I cannot judge these." if "[528372] " in request["messages"][0]["content"] else good(request)
+
+    flow_args = {"topics": ["264014"], "trials": 2, "batch_settings": [(4, 4)], "personalities": None}
+    with FakeOpenAI(respond) as server:
+        with pytest.raises(CheckFailed) as failed:
+            run_flow(use(dl19, server), frequency_penalty=1.0, presence_penalty=0.0, **flow_args)
+        bodies = [r.body for r in server.chat_requests]
+        server.reset()
+        dl19.max_parse_failure_share = 0.25
+        summary = run_flow(dl19, frequency_penalty=1.0, presence_penalty=0.0, **flow_args)
+        assert server.chat_requests == []
+        with pytest.raises(UsageError, match="priming run 'dl19-priming-fake-model' already exists with another"):
+            run_flow(dl19, **flow_args)  # same name, other request parameters
+
+    assert str(failed.value) == (
+        "priming gate failed; statistics not published (the batches are kept for inspection):\n"
+        "  [failure_share] default: 1 of 4 batches failed (share 0.250 > 0.050)"
+    )
+    # 3 good batches + 1 batch asked 1 + 4 times
+    assert len(bodies) == 8
+    assert all((b["frequency_penalty"], b["presence_penalty"]) == (1, 0) for b in bodies)
+    assert rows(
+        dl19,
+        "select attempts, json_array_length(attempt_texts), parse_status, parse_reason from llm_requests "
+        "where parse_status != 'ok'",
+    ) == [(5, 5, "parse_failure", "no JSON object")]
+    assert rows(dl19, "select trial, condition, status, reason, scores from priming_batches where status != 'ok'") == [
+        (1, "HT", "parse_failure", "no JSON object", None)
+    ]
+    assert rows(dl19, "select count(*) from priming_scores where trial = 1 and condition = 'HT'") == [(0,)]
+    # only trial 2 is paired; the failure is counted, never scored
+    assert [(r["n_pairs"], r["personality"]) for r in summary["analysis"]] == [(4, "default")]
+    assert (summary["n_failures"], summary["n_batches"]) == (1, 4)
+    assert rows(dl19, "select status from priming_runs") == [("published",)]
+
+
+def test_cli_prints_the_table(dl19, qrels, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_REPORTS_DIR", str(dl19.reports_dir))
+    with FakeOpenAI(priming_responder(qrels)) as server:
+        args = ["--topic", "264014", "--trials", "2", "--setting", "4,4", "--personality", "default"]
+        args += ["--personality", "HA", "--base-url", server.base_url, "--model", "fake-model"]
+        result = run_cli(capsys, "priming", "--warehouse", str(dl19.warehouse), *args)
+    assert result.exit_code == 0, result.err
+    assert result.out == CLI_OUTPUT.format(plots=dl19.reports_dir / "priming" / "dl19-priming-fake-model")
+
+
+CLI_OUTPUT = """\
+Mean epilogue score after a high (HT) and a low (LT) prologue; personality default:
+┏━━━━━━━━┳━━━━┳━━━━┳━━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━┳━━━━━━━┳━━━┓
+┃ topic  ┃ PL ┃ EL ┃    HT ┃    LT ┃    gap ┃    t ┃     p ┃ n ┃
+┡━━━━━━━━╇━━━━╇━━━━╇━━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━╇━━━━━━━╇━━━┩
+│ 264014 │  4 │  4 │ 0.250 │ 2.375 │ +2.125 │ 5.34 │ 0.001 │ 8 │
+└────────┴────┴────┴───────┴───────┴────────┴──────┴───────┴───┘
+Per personality, pooled over topics; vs default: change of the gap on the same passages:
+┏━━━━┳━━━━┳━━━━━━━━━━━━━┳━━━━━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━━━━┓
+┃ PL ┃ EL ┃ personality ┃    HT ┃    LT ┃    gap ┃     p ┃ vs default ┃ p vs default ┃ change  ┃
+┡━━━━╇━━━━╇━━━━━━━━━━━━━╇━━━━━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━━━━┩
+│  4 │  4 │ default     │ 0.250 │ 2.375 │ +2.125 │ 0.001 │          - │            - │ -       │
+│  4 │  4 │ HA          │ 2.375 │ 2.375 │ +0.000 │     - │     -2.125 │        0.001 │ smaller │
+└────┴────┴─────────────┴───────┴───────┴────────┴───────┴────────────┴──────────────┴─────────┘
+Priming index: mean over trials of (mean LT - mean HT), 95% t interval:
+┏━━━━━━━━━━━━━┳━━━━━━━━┳━━━━━━━━━━━━━━━━━━┳━━━━━━━━┓
+┃ personality ┃  index ┃           95% CI ┃ trials ┃
+┡━━━━━━━━━━━━━╇━━━━━━━━╇━━━━━━━━━━━━━━━━━━╇━━━━━━━━┩
+│ default     │ +2.125 │ [-2.640, +6.890] │      2 │
+│ HA          │ +0.000 │ [+0.000, +0.000] │      2 │
+└─────────────┴────────┴──────────────────┴────────┘
+dl19-priming-fake-model: 8 batches (8 new; 8 requests sent, 0 reused), 0 failed; model fake-model via \
+openai-compatible; plots in {plots}
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--setting", "4"], "Invalid value for '--setting': '4' is not PL,EL (e.g. 4,8)"),
+        (
+            ["--personality", "XX"],
+            "error: unknown personality XX; known: default, HA, LA, HC, LC, HE, LE, HN, LN, HO, LO",
+        ),
+        (["--collection", "dl20"], "error: collection 'dl20' is not in the warehouse: run `peras ingest dl20`"),
+    ],
+)
+def test_cli_usage_errors_are_one_line(dl19, capsys, args, message):
+    result = run_cli(
+        capsys,
+        "priming",
+        "--warehouse",
+        str(dl19.warehouse),
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        *args,
+    )
+    assert result.exit_code == 2
+    assert message in result.err

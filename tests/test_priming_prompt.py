@@ -113,7 +113,10 @@ OK = BatchParse((2, 0, 3), True, "ok")
         # a fraction
         ('{"7067032": 2.5, "8182161": 0, "99": 3}', BatchParse(None, False, "score of 7067032 not an integer: 2.5")),
         # a word
-        ('{"7067032": "high", "8182161": 0, "99": 3}', BatchParse(None, False, 'score of 7067032 not an integer: "high"')),
+        (
+            '{"7067032": "high", "8182161": 0, "99": 3}',
+            BatchParse(None, False, 'score of 7067032 not an integer: "high"'),
+        ),
         # a boolean is not a score
         ('{"7067032": true, "8182161": 0, "99": 3}', BatchParse(None, False, "score of 7067032 not an integer: true")),
         # null

@@ -67,8 +67,15 @@ def pairs_frame(rows: list[tuple]) -> pl.DataFrame:
     return pl.DataFrame(
         rows,
         schema=[
-            "query_id", "trial", "n_prologue", "n_epilogue", "personality", "epilogue_position", "doc_id",
-            "score_ht", "score_lt",
+            "query_id",
+            "trial",
+            "n_prologue",
+            "n_epilogue",
+            "personality",
+            "epilogue_position",
+            "doc_id",
+            "score_ht",
+            "score_lt",
         ],
         orient="row",
     )

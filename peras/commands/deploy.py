@@ -44,7 +44,8 @@ def deploy(names: tuple[str, ...], pool: str | None, verbose: bool) -> None:
     for spec in chosen:
         when = f"cron {'; '.join(spec.crons)}" if spec.crons else "on demand"
         click.echo(f"deployed {spec.full_name:<{width}}  {when}")
-    click.echo(f"{len(chosen)} deployments on {url}; start a worker: prefect worker start --pool {pools[0]}")
+    noun = "deployment" if len(chosen) == 1 else "deployments"
+    click.echo(f"{len(chosen)} {noun} on {url}; start a worker: prefect worker start --pool {pools[0]}")
 
 
 COMMANDS = [deploy]

@@ -12,10 +12,14 @@ from peras.settings import Settings
 
 @click.command()
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "csv"]),
-              help="File format [from --output's suffix, else parquet].")
-@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="File to write (replaced if it exists) [NAME.FORMAT here].")
+@click.option(
+    "--format", "fmt", type=click.Choice(["parquet", "csv"]), help="File format [from --output's suffix, else parquet]."
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="File to write (replaced if it exists) [NAME.FORMAT here].",
+)
 @settings_options
 def export(settings: Settings, name: str, fmt: str | None, output: Path | None) -> None:
     """Write table or view NAME (see docs/warehouse.md) to a Parquet or CSV file, read-only.

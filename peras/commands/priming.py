@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import click
@@ -41,9 +42,7 @@ def parse_setting(ctx: click.Context, param: click.Parameter, values: tuple[str,
     metavar="PL,EL",
     help="Prologue and epilogue sizes (repeatable) [4,4 4,8 8,8].",
 )
-@click.option(
-    "--personality", "personalities", multiple=True, help="Personality code (repeatable), or all [default]."
-)
+@click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable), or all [default].")
 @click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option("--frequency-penalty", type=float, help="Sent with every request (the study: 1 for Llama).")
@@ -55,9 +54,7 @@ def parse_setting(ctx: click.Context, param: click.Parameter, values: tuple[str,
     show_default=True,
     help="Topic rule: judged passages needed at each level 0-3.",
 )
-@click.option(
-    "--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance)."
-)
+@click.option("--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance).")
 @click.option("--model", help="Model name the endpoint serves.")
 @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
 @click.option("--backend", help="Backend label to record (vllm, openai, ...).")
@@ -132,13 +129,8 @@ def print_summary(summary: dict[str, Any]) -> None:
 
     console = Console(width=120)
     first = summary["personalities"][0]
-    topics = Table(
-        title=f"{summary['run_name']}: mean epilogue score after high (HT) and low (LT) prologues, "
-        f"personality {first}",
-        caption="gap = LT - HT (positive: priming); p: paired t-test over epilogue passages",
-    )
-    for column in ("topic", "PL", "EL", "HT", "LT", "gap", "t", "p", "n"):
-        topics.add_column(column, justify="left" if column == "topic" else "right")
+    click.echo(f"Mean epilogue score after a high (HT) and a low (LT) prologue; personality {first}:")
+    topics = _table("topic", "PL", "EL", "HT", "LT", "gap", "t", "p", "n")
     for r in summary["analysis"]:
         if r["personality"] == first:
             topics.add_row(
@@ -154,30 +146,34 @@ def print_summary(summary: dict[str, Any]) -> None:
             )
     console.print(topics)
     if len(summary["personalities"]) > 1:
+        click.echo("Per personality, pooled over topics; vs default: change of the gap on the same passages:")
         console.print(_pooled_table(summary))
-    index = Table(title="priming index: mean over trials of (mean LT - mean HT)")
-    for column in ("personality", "index", "95% CI", "trials"):
-        index.add_column(column, justify="left" if column == "personality" else "right")
+    click.echo("Priming index: mean over trials of (mean LT - mean HT), 95% t interval:")
+    index = _table("personality", "index", "95% CI", "trials")
     for r in summary["index"]:
         interval = f"[{format_number(r['ci_low'], signed=True)}, {format_number(r['ci_high'], signed=True)}]"
         index.add_row(r["personality"], format_number(r["priming_index"], signed=True), interval, str(r["n_trials"]))
     console.print(index)
+    where = f"; plots in {Path(summary['plots'][0]).parent}" if summary["plots"] else ""
     click.echo(
         f"{summary['run_name']}: {summary['n_batches']:,} batches ({summary['n_judged_now']:,} new; "
         f"{summary['n_sent']:,} requests sent, {summary['n_cached']:,} reused), {summary['n_failures']:,} "
-        f"failed; model {summary['model']} via {summary['backend']}; {len(summary['plots'])} plots"
+        f"failed; model {summary['model']} via {summary['backend']}{where}"
     )
+
+
+def _table(*columns: str) -> Table:
+    """Text columns left, numbers right; gap = LT - HT (positive: priming), p from paired t-tests."""
+    table = Table()
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("topic", "personality", "change") else "right")
+    return table
 
 
 def _pooled_table(summary: dict[str, Any]) -> Table:
     from tasks.priming_report import format_number, format_p
 
-    table = Table(
-        title="per personality, pooled over topics",
-        caption="vs default: change of the gap on the same passages (paired t-test)",
-    )
-    for column in ("PL", "EL", "personality", "HT", "LT", "gap", "p", "vs default", "p vs default", "change"):
-        table.add_column(column, justify="left" if column in ("personality", "change") else "right")
+    table = _table("PL", "EL", "personality", "HT", "LT", "gap", "p", "vs default", "p vs default", "change")
     for r in summary["pooled"]:
         table.add_row(
             str(r["n_prologue"]),

@@ -18,8 +18,13 @@ from peras.settings import Settings
 @click.command()
 @click.argument("query")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("--max-rows", type=click.IntRange(min=1), default=100, show_default=True,
-              help="Rows a table shows (csv and json print every row).")
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Rows a table shows (csv and json print every row).",
+)
 @settings_options
 def sql(settings: Settings, query: str, fmt: str, max_rows: int) -> None:
     """Run QUERY (DuckDB SQL; `-` reads it from stdin) on the warehouse, read-only.
