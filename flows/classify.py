@@ -33,7 +33,7 @@ from tasks.classify_report import (
 )
 
 
-@flow(name="classify", log_prints=True)
+@flow(name="classify", flow_run_name="classify-{collection}", log_prints=True)
 def classify(
     collection: str = "dl21",
     run: str | None = None,

@@ -15,7 +15,7 @@ from flows.metrics import metrics
 from peras.settings import Settings, load_settings
 
 
-@flow(name="demo", log_prints=True)
+@flow(name="demo", flow_run_name="demo-{collection}", log_prints=True)
 def demo(
     collection: str = "sample",
     limit_pairs: int | None = None,

@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check peras flows tasks tests bench
+.venv/bin/mypy
 .venv/bin/pytest -q -p no:cacheprovider "$@"

@@ -19,7 +19,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import connect, now, open_migrated
 from tasks.judging import Answer, ChunkJudge, ChunkStats, JudgeConfig, WorkItem
-from tasks.shards import ShardWriter, shard_files
+from tasks.shards import ShardWriter, move_shards
 
 Pairs = dict[tuple[str, str], tuple[str, str]]
 
@@ -109,26 +109,8 @@ def store_personalities(settings: Settings, personalities: list[Personality]) ->
 @task(cache_policy=NO_CACHE)
 def load_shards(settings: Settings, run_id: str) -> int:
     """Move every shard of the run into the warehouse (idempotent), then delete the shard files."""
-    directory = settings.shards / run_id
-    requests, judgments = shard_files(directory, "requests"), shard_files(directory, "judgments")
-    if not judgments and not requests:
-        return 0
-    with open_migrated(settings.warehouse) as con:
-        con.execute("begin transaction")
-        if requests:
-            run_sql(con, "judge/load_shard_requests", {"paths": requests})
-        if judgments:
-            run_sql(con, "judge/load_shard_judgments", {"paths": judgments})
-        con.execute("commit")
-    for path in requests + judgments:
-        _unlink(path)
-    return len(judgments)
-
-
-def _unlink(path: str) -> None:
-    from pathlib import Path
-
-    Path(path).unlink(missing_ok=True)
+    return move_shards(settings.warehouse, settings.shards / run_id,
+                       {"requests": "judge/load_shard_requests", "judgments": "judge/load_shard_judgments"})
 
 
 @task(cache_policy=NO_CACHE)

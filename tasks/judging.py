@@ -39,7 +39,7 @@ from peras.prompting import (
     sampling_params,
 )
 from peras.warehouse import now
-from tasks.shards import ShardWriter
+from tasks.shards import ShardWriter, run_bounded
 
 MAX_REGENERATIONS = 4
 METHODS = ("verbalized", "logprob", "sampling")
@@ -140,15 +140,7 @@ class ChunkJudge:
 
     async def run(self, items: list[WorkItem], concurrency: int) -> ChunkStats:
         """Judge every item, at most `concurrency` at a time, in the order given (shared prefixes together)."""
-        queue: asyncio.Queue[WorkItem] = asyncio.Queue()
-        for item in items:
-            queue.put_nowait(item)
-
-        async def worker() -> None:
-            while not queue.empty():
-                await self.judge_item(queue.get_nowait())
-
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
+        await run_bounded(items, concurrency, self.judge_item)
         return self.stats
 
     async def judge_item(self, item: WorkItem) -> None:

@@ -24,7 +24,7 @@ from peras.warehouse import connect, now, open_migrated
 from tasks.priming_draws import Pools, planned_frame
 from tasks.priming_judging import BatchConfig, BatchItem, BatchJudge
 from tasks.priming_prompt import build_batch_messages
-from tasks.shards import ShardWriter, shard_files
+from tasks.shards import ShardWriter, move_shards
 
 
 @task(cache_policy=NO_CACHE)
@@ -68,20 +68,8 @@ def register_priming_run(
 @task(cache_policy=NO_CACHE)
 def load_priming_shards(settings: Settings, run_id: str) -> int:
     """Move the run's shards into the warehouse (requests, then batch outcomes; idempotent), then delete them."""
-    directory = shard_dir(settings, run_id)
-    requests, batches = shard_files(directory, "requests"), shard_files(directory, "judgments")
-    if not requests and not batches:
-        return 0
-    with open_migrated(settings.warehouse) as con:
-        con.execute("begin transaction")
-        if requests:
-            run_sql(con, "judge/load_shard_requests", {"paths": requests})
-        if batches:
-            run_sql(con, "priming/load_shard_batches", {"paths": batches})
-        con.execute("commit")
-    for path in requests + batches:
-        Path(path).unlink(missing_ok=True)
-    return len(batches)
+    return move_shards(settings.warehouse, shard_dir(settings, run_id),
+                       {"requests": "judge/load_shard_requests", "judgments": "priming/load_shard_batches"})
 
 
 def shard_dir(settings: Settings, run_id: str) -> Path:

@@ -9,7 +9,6 @@ batch outcomes go to the shard's judgment lines (loaded into priming_batches).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from peras.prompting import Personality, prompt_hash, request_hash
 from peras.warehouse import now
 from tasks.judging import MAX_REGENERATIONS, ChunkStats
 from tasks.priming_prompt import BatchParse, build_batch_messages, parse_batch_answer
-from tasks.shards import ShardWriter
+from tasks.shards import ShardWriter, run_bounded
 
 CONDITIONS = ("HT", "LT")
 
@@ -92,15 +91,7 @@ class BatchJudge:
 
     async def run(self, items: list[BatchItem], concurrency: int) -> ChunkStats:
         """Ask every batch, at most `concurrency` at a time, in the order given."""
-        queue: asyncio.Queue[BatchItem] = asyncio.Queue()
-        for item in items:
-            queue.put_nowait(item)
-
-        async def worker() -> None:
-            while not queue.empty():
-                await self.judge_batch(queue.get_nowait())
-
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
+        await run_bounded(items, concurrency, self.judge_batch)
         return self.stats
 
     async def judge_batch(self, item: BatchItem) -> None:

@@ -48,7 +48,8 @@ def _open_binary(path: Path) -> IO[bytes]:
         raise UsageError(f"not a file: {path}")
     with path.open("rb") as probe:
         magic = probe.read(2)
-    handle: IO[bytes] = gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")  # type: ignore[assignment]
+    # The caller closes it (a `with` around this call).
+    handle: IO[bytes] = gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")  # type: ignore[assignment]  # noqa: SIM115
     return handle
 
 

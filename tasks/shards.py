@@ -56,6 +56,45 @@ class ShardWriter:
         self.close()
 
 
+def move_shards(warehouse: Path, directory: Path, loaders: dict[str, str]) -> int:
+    """Load every shard in `directory` with its kind's SQL (kind -> sql name) in one transaction, then delete them.
+
+    Returns the number of shard files of the last kind loaded (the outcome lines). Idempotent: loaders insert or
+    ignore, so shards left by a crash between commit and delete load again harmlessly.
+    """
+    from peras.sql import run_sql
+    from peras.warehouse import open_migrated
+
+    files = {kind: shard_files(directory, kind) for kind in loaders}
+    if not any(files.values()):
+        return 0
+    with open_migrated(warehouse) as con:
+        con.execute("begin transaction")
+        for kind, sql_name in loaders.items():
+            if files[kind]:
+                run_sql(con, sql_name, {"paths": files[kind]})
+        con.execute("commit")
+    for paths in files.values():
+        for path in paths:
+            Path(path).unlink(missing_ok=True)
+    return len(files[list(loaders)[-1]])
+
+
+async def run_bounded(items: list[Any], concurrency: int, handle: Any) -> None:
+    """Await `handle(item)` for every item, at most `concurrency` at a time, taking items in the order given."""
+    import asyncio
+
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await handle(queue.get_nowait())
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
+
+
 def shard_files(directory: Path, kind: str) -> list[str]:
     """Every shard of one kind in a run's directory, in name order."""
     return sorted(str(path) for path in directory.glob(f"*.{kind}.jsonl") if path.stat().st_size > 0)
