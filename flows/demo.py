@@ -12,6 +12,8 @@ from flows.classify import classify
 from flows.ingest import ingest
 from flows.judge import judge
 from flows.metrics import metrics
+from flows.report import report
+from peras.prompting import load_personalities
 from peras.settings import Settings, load_settings
 
 
@@ -22,7 +24,7 @@ def demo(
     trials: int = 50,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
-    """Ingest the sample, judge it (11 personalities x with/without CoT), compute metrics, run the classifier."""
+    """Ingest the sample, judge it (11 personalities x with/without CoT), metrics, the classifier, the report."""
     settings = settings or load_settings()
     started = time.monotonic()
     ingested = ingest(preset=collection, settings=settings)
@@ -36,11 +38,13 @@ def demo(
         trials=trials,
         settings=settings,
     )
+    written = report(runs=[judged["run_name"]], settings=settings)
     return {
         "ingested": ingested,
         "judged": judged,
         "headline": headline(frames),
         "classify": table,
+        "report": written,
         "elapsed_s": time.monotonic() - started,
     }
 
@@ -49,4 +53,7 @@ def headline(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """One row per personality x CoT: kappa, QWK, macro-F1 and HMR."""
     agreement = frames["agreement"].select("personality", "cot", "n_scored", "cohen_kappa", "qwk", "macro_f1")
     reliability = frames["reliability"].select("personality", "cot", "hmr")
-    return agreement.join(reliability, on=["personality", "cot"], how="left").sort("cot", "personality")
+    order = {p.code: rank for rank, p in enumerate(load_personalities())}
+    rank = pl.col("personality").replace_strict(order, default=len(order), return_dtype=pl.Int64)
+    joined = agreement.join(reliability, on=["personality", "cot"], how="left")
+    return joined.sort(pl.col("cot"), rank, pl.col("personality"))

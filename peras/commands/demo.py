@@ -20,7 +20,8 @@ def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.
 
     Ingest (with its quality gate), judge every pair under all eleven personalities with and without
-    chain-of-thought (label, then verbalized confidence), the metric views, and the 50-trial classifier.
+    chain-of-thought (label, then verbalized confidence), the metric views, the 50-trial classifier and the
+    HTML report.
     Re-running resumes: nothing already judged is asked again.
 
     \b
@@ -52,6 +53,7 @@ def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
         )
     console.print(table)
     print_table(result["classify"])
+    console.print(f"report: {result['report'].path}")
     console.print(f"warehouse: {settings.warehouse} (try: peras metrics --view all)")
     console.print(f"done in {result['elapsed_s'] / 60:.1f} min")
 
