@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run every check: ruff, then the whole test suite.
+# Set up (if needed) and run every check: ruff, mypy, then the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
