@@ -343,3 +343,19 @@ def test_two_concurrent_runs_on_one_warehouse_both_complete(sample, slow_server)
         "select run_name, r.status, count(*) from judge_runs r join judgments using (run_id) "
         "group by all order by 1",
     ) == [("run-a", "published", 880), ("run-b", "published", 880)]
+
+
+def test_a_request_the_server_refuses_is_recorded_and_the_run_goes_on(sample):
+    def respond(request):
+        content = str(request["messages"])
+        if "relevance score is" in content:
+            return "90"
+        return Fault(400, body={"error": {"message": "context length exceeded"}}) if "e2" not in content and \
+            "Six minutes" in content else "2"
+
+    with FakeOpenAI(respond) as server:
+        sample.max_parse_failure_share = 1.0
+        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=2, settings=use(sample, server))
+    got = rows(sample, "select doc_id, status, label, coalesce(reason, '') like '%HTTP 400: context length exceeded%' "
+                       "from judgments order by 1")
+    assert got == [("e1", "error", None, True), ("e2", "ok", 2, False)]

@@ -30,7 +30,7 @@ import random
 import time
 from typing import Any
 
-from peras.errors import BackendError, UsageError
+from peras.errors import BackendError, RequestRejected, UsageError
 from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
 from peras.llm.transport import Backend, TransportError, make_transport
 
@@ -53,6 +53,7 @@ ALLOWED_PARAMS = frozenset(
     }
 )
 RETRY_STATUSES = frozenset({408, 409, 429})
+REQUEST_LEVEL_STATUSES = frozenset({400, 413, 422})
 MAX_RETRY_AFTER_S = 600.0  # a server asking for more than this is treated as asking for this
 _log = logging.getLogger(__name__)
 
@@ -218,7 +219,10 @@ class LLMClient:
                 elif status in RETRY_STATUSES or status >= 500:
                     problem = f"HTTP {status}: {error_message(content)}"
                 else:
-                    raise BackendError(
+                    # 400/413/422 refuse this one request (e.g. a passage past the context window): the judge
+                    # records it and goes on. 401/403/404 and the like concern every request: the run stops.
+                    error = RequestRejected if status in REQUEST_LEVEL_STATUSES else BackendError
+                    raise error(
                         f"{endpoint.url} rejected the request: HTTP {status}: {error_message(content)}"
                         f"{self._key_hint(status)}"
                     )
