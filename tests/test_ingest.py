@@ -140,6 +140,12 @@ def test_msmarco_tsv_passages_split_on_first_tab(settings, tmp_path):
     assert rows(settings, "select text like '%with\ta tab' from passages where doc_id = 'e1'") == [(True,)]
 
 
+def ingest_cli(capsys: pytest.CaptureFixture[str], settings, files: dict[str, Path]):
+    """`peras ingest` of user files (qrels, queries, passages) into the test warehouse, as a user types it."""
+    return run_cli(capsys, "ingest", "--warehouse", str(settings.warehouse), "--name", "mine", "--qrels",
+                   str(files["qrels"]), "--queries", str(files["queries"]), "--passages", str(files["passages"]))
+
+
 BAD_QRELS = [
     # malformed line: three columns
     ("s1 0 e1\n", "qrels.txt:1: expected 4 columns"),
@@ -166,20 +172,7 @@ def test_bad_qrels_give_one_line_and_change_nothing(settings, tmp_path, capsys, 
     before = snapshot(settings.warehouse)
     files = custom_files(tmp_path)
     files["qrels"].write_text(content)
-    result = run_cli(
-        capsys,
-        "ingest",
-        "--warehouse",
-        str(settings.warehouse),
-        "--name",
-        "bad",
-        "--qrels",
-        str(files["qrels"]),
-        "--queries",
-        str(files["queries"]),
-        "--passages",
-        str(files["passages"]),
-    )
+    result = ingest_cli(capsys, settings, files)
     assert result.exit_code == 1
     assert message in result.err
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
@@ -187,45 +180,21 @@ def test_bad_qrels_give_one_line_and_change_nothing(settings, tmp_path, capsys, 
 
 
 def test_non_utf8_bytes_name_line_and_column(settings, tmp_path, capsys):
+    ingest(preset="sample", settings=settings)
+    before = snapshot(settings.warehouse)
     files = custom_files(tmp_path)
     files["queries"].write_bytes(b"s1\thow long\ns2\tnorthern \xff lights\n")
-    result = run_cli(
-        capsys,
-        "ingest",
-        "--warehouse",
-        str(settings.warehouse),
-        "--name",
-        "bad",
-        "--qrels",
-        str(files["qrels"]),
-        "--queries",
-        str(files["queries"]),
-        "--passages",
-        str(files["passages"]),
-    )
+    result = ingest_cli(capsys, settings, files)
     assert result.exit_code == 1
     assert "queries.tsv:2: not UTF-8: byte 0xff at column 13" in result.err
-    assert snapshot(settings.warehouse) == "absent" or "collections" not in result.out
+    assert snapshot(settings.warehouse) == before
 
 
 def test_missing_file_is_a_usage_error(settings, tmp_path, capsys):
     ingest(preset="sample", settings=settings)
     before = snapshot(settings.warehouse)
     files = custom_files(tmp_path)
-    result = run_cli(
-        capsys,
-        "ingest",
-        "--warehouse",
-        str(settings.warehouse),
-        "--name",
-        "bad",
-        "--qrels",
-        str(tmp_path / "nope.txt"),
-        "--queries",
-        str(files["queries"]),
-        "--passages",
-        str(files["passages"]),
-    )
+    result = ingest_cli(capsys, settings, files | {"qrels": tmp_path / "nope.txt"})
     assert result.exit_code == 2
     assert result.err.strip() == f"error: file not found: {tmp_path / 'nope.txt'}"
     assert snapshot(settings.warehouse) == before
@@ -249,20 +218,7 @@ def test_gate_failure_lists_rows_and_publishes_nothing(settings, tmp_path, capsy
             '{"docid": "e1", "doc": "   "}\n{"docid": "zz", "doc": "For a soft',
         )
     )
-    result = run_cli(
-        capsys,
-        "ingest",
-        "--warehouse",
-        str(settings.warehouse),
-        "--name",
-        "gate",
-        "--qrels",
-        str(files["qrels"]),
-        "--queries",
-        str(files["queries"]),
-        "--passages",
-        str(files["passages"]),
-    )
+    result = ingest_cli(capsys, settings, files)
     assert result.exit_code == 1
     assert "quality gate failed, nothing was published" in result.err
     assert "passage texts are non-empty" in result.err and "'doc_id': 'e1'" in result.err
