@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from peras.settings import Settings, load_settings
+from peras.settings import load_settings
 
 
 def settings_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -26,6 +26,35 @@ def settings_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def settings_from(settings: Settings) -> dict[str, Any]:
-    """Settings as flow parameters (JSON-safe, no secrets: keys are only ever named, not stored)."""
-    return settings.model_dump(mode="json")
+def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the LLM endpoint flags; they override the matching settings. Place above @settings_options.
+
+    `--backend` (a label recorded with the run) is passed on to the command as `backend`.
+    """
+
+    @click.option("--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance).")
+    @click.option("--model", help="Model name the endpoint serves.")
+    @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
+    @click.option("--backend", help="Backend label to record (vllm, openai, deepseek, ...).")
+    @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight per endpoint [8].")
+    @click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        base_urls: tuple[str, ...],
+        model: str | None,
+        api_key_env: str | None,
+        concurrency: int | None,
+        request_budget: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        overrides = {
+            "base_urls": list(base_urls) or None,
+            "model": model,
+            "api_key_env": api_key_env,
+            "concurrency": concurrency,
+            "request_budget": request_budget,
+        }
+        return func(*args, _settings_overrides=overrides, **kwargs)
+
+    return wrapper

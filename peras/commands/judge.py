@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import click
 
-from peras.commands.common import settings_options
+from peras.commands.common import endpoint_options, settings_options
 from peras.settings import Settings
 
 
 @click.command()
 @click.argument("collection")
 @click.option("--subset", help="Topic subset of the collection (e.g. balanced, dev, test).")
-@click.option(
-    "--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11."
-)
+@click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
 @click.option(
     "--cot",
     type=click.Choice(["both", "with", "without"]),
@@ -29,17 +27,7 @@ from peras.settings import Settings
     help="Confidence method (repeatable); default verbalized.",
 )
 @click.option("--run-name", help="Name of the run (re-using a name resumes it).")
-@click.option(
-    "--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look)."
-)
-@click.option(
-    "--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance)."
-)
-@click.option("--model", help="Model name the endpoint serves.")
-@click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
-@click.option("--backend", help="Backend label to record (vllm, openai, deepseek, ...).")
-@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight per endpoint [8].")
-@click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
+@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")
 @click.option(
     "--n-samples",
     type=click.IntRange(min=1),
@@ -50,6 +38,7 @@ from peras.settings import Settings
 @click.option(
     "--chunk-size", type=click.IntRange(min=1), default=256, show_default=True, help="Items per Prefect task."
 )
+@endpoint_options
 @settings_options
 def judge(
     settings: Settings,
@@ -60,12 +49,7 @@ def judge(
     methods: tuple[str, ...],
     run_name: str | None,
     limit_pairs: int | None,
-    base_urls: tuple[str, ...],
-    model: str | None,
-    api_key_env: str | None,
     backend: str | None,
-    concurrency: int | None,
-    request_budget: int | None,
     n_samples: int,
     chunk_size: int,
 ) -> None:
@@ -81,16 +65,6 @@ def judge(
     """
     from flows.judge import judge as judge_flow
 
-    overrides = {
-        "base_urls": list(base_urls) or None,
-        "model": model,
-        "api_key_env": api_key_env,
-        "concurrency": concurrency,
-        "request_budget": request_budget,
-    }
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(settings, key, value)
     cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
     result = judge_flow(
         collection=collection,

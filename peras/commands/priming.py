@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from peras.commands.common import settings_options
+from peras.commands.common import endpoint_options, settings_options
 from peras.settings import Settings
 
 SETTING = re.compile(r"\s*(\d+)\s*[,x]\s*(\d+)\s*")
@@ -54,12 +54,7 @@ def parse_setting(ctx: click.Context, param: click.Parameter, values: tuple[str,
     show_default=True,
     help="Topic rule: judged passages needed at each level 0-3.",
 )
-@click.option("--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance).")
-@click.option("--model", help="Model name the endpoint serves.")
-@click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
-@click.option("--backend", help="Backend label to record (vllm, openai, ...).")
-@click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight per endpoint [8].")
-@click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
+@endpoint_options
 @settings_options
 def priming(
     settings: Settings,
@@ -74,12 +69,7 @@ def priming(
     frequency_penalty: float | None,
     presence_penalty: float | None,
     min_per_level: int,
-    base_urls: tuple[str, ...],
-    model: str | None,
-    api_key_env: str | None,
     backend: str | None,
-    concurrency: int | None,
-    request_budget: int | None,
 ) -> None:
     """Threshold priming: are passages scored lower after highly relevant ones in the same batch?
 
@@ -95,16 +85,6 @@ def priming(
     """
     from flows.priming import priming as priming_flow
 
-    overrides = {
-        "base_urls": list(base_urls) or None,
-        "model": model,
-        "api_key_env": api_key_env,
-        "concurrency": concurrency,
-        "request_budget": request_budget,
-    }
-    for key, value in overrides.items():
-        if value is not None:
-            setattr(settings, key, value)
     summary = priming_flow(
         collection=collection,
         topics=list(topics) or None,
