@@ -9,19 +9,17 @@ that run higher when the label is right. Target: all learners in <= 60 s on two 
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 import sys
 import time
-from datetime import date
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
 from tasks.classify import LEARNERS, draw_splits, evaluate_learner, evaluate_single_streams, evaluate_votes  # noqa: E402
 from tasks.classify_features import PERSONALITY_ORDER, FeatureMatrix  # noqa: E402
 from tasks.classify_report import library_versions  # noqa: E402
@@ -52,8 +50,8 @@ def synthetic_matrix(n_pairs: int = N_PAIRS, seed: int = 7) -> FeatureMatrix:
     )
 
 
-def main() -> None:
-    """Time each learner (and the baselines) over the same 50 splits; write the JSON result."""
+def run() -> dict[str, Any]:
+    """Time each learner (and the baselines) over the same 50 splits; return the result."""
     matrix = synthetic_matrix()
     splits = draw_splits.fn(matrix.relevance, TRIALS, SEED, 0.1)
     seconds: dict[str, float] = {}
@@ -70,25 +68,24 @@ def main() -> None:
     seconds["votes_and_singles"] = round(time.perf_counter() - start, 2)
     total = round(sum(seconds.values()), 2)
     print(f"{'total':>15}: {total:6.2f} s (target <= {TARGET_S:.0f} s)")
-    result = {
-        "benchmark": "classify",
-        "date": date.today().isoformat(),
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(),
-        },
-        "versions": library_versions(),
+    return {
+        "versions": versions() | library_versions(),
         "workload": {"pairs": N_PAIRS, "features": 22, "trials": TRIALS, "train_fraction": 0.1, "seed": SEED},
         "seconds": seconds,
         "total_seconds": total,
         "target_seconds": TARGET_S,
         "mean_kappa": kappa,
+        "headline": [headline("classifier: 50 trials x 6 learners, 4,304 pairs", total, "s", f"<= {TARGET_S:.0f} s",
+                              total <= TARGET_S)],
     }
-    out = ROOT / "bench" / "results" / f"classify-{date.today().isoformat()}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out.relative_to(ROOT)}")
+
+
+def main() -> None:
+    """Run, print the table, write the JSON result."""
+    started = machine()
+    result = run()
+    print_headlines(result["headline"])
+    print(f"wrote {write_result('classify', result, started)}")
 
 
 if __name__ == "__main__":

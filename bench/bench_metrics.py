@@ -11,16 +11,12 @@ Targets: all views <= 2 s, >= 10x faster than the per-group Python loop.
 
 from __future__ import annotations
 
-import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
-from datetime import date
-from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -29,6 +25,7 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
 from peras.sql import load_sql  # noqa: E402
 from peras.warehouse import migrate  # noqa: E402
 from tests.metrics_fixtures import (  # noqa: E402
@@ -144,17 +141,8 @@ def python_metrics(facts: pl.DataFrame) -> int:
     return n_groups
 
 
-def machine() -> dict[str, object]:
-    """Where the numbers were taken (the machines are shared: the load average is part of the result)."""
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    return {"nproc": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
-            "load_average_at_start": os.getloadavg()}
-
-
-def main() -> None:
-    """Generate, load, time the views, the flow path and the Python loop; print a table; write JSON."""
-    started = machine()
+def run() -> dict[str, Any]:
+    """Generate, load, time the views, the flow path and the Python loop; return the result."""
     qrels, judgments = synthetic_judgments()
     with tempfile.TemporaryDirectory() as tmp:
         con = duckdb.connect(str(Path(tmp) / "bench.duckdb"))
@@ -173,11 +161,9 @@ def main() -> None:
     all_views_cpu_s = sum(views[v][2] for v in VIEWS)
     user_views_s = sum(views[v][0] for v in user_views)
     python_total_s = python_s + extract_s
-    result = {
-        "date": date.today().isoformat(),
-        "machine": started | {"load_average_at_end": os.getloadavg()},
-        "versions": {name: version(name) for name in ("duckdb", "polars", "numpy", "scikit-learn", "krippendorff")}
-        | {"python": platform.python_version()},
+    speedup = python_total_s / all_views_s
+    return {
+        "versions": versions("scikit-learn", "krippendorff"),
         "n_judgments": n_judgments,
         "n_groups": 22,
         "views_best_s": {name: round(best, 4) for name, (best, _, _) in views.items()},
@@ -194,23 +180,38 @@ def main() -> None:
         "speedup_all_views_vs_python": round(python_total_s / all_views_s, 1),
         "speedup_flow_path_vs_python": round(python_total_s / flow_path[0], 1),
         "targets": {"all_views_s": TARGET_S, "speedup": TARGET_SPEEDUP},
+        "headline": [
+            headline("metrics: all views over 1M judgments", all_views_s, "s", f"<= {TARGET_S:.0f} s",
+                     all_views_s <= TARGET_S),
+            headline("metrics: speed-up vs scikit-learn loop", speedup, "x", f">= {TARGET_SPEEDUP:.0f}x",
+                     speedup >= TARGET_SPEEDUP),
+        ],
     }
-    print(f"{n_judgments:,} judgments, 22 groups; {started['nproc']} x {started['cpu']}; "
+
+
+def main() -> None:
+    """Run, print the per-view table and the summary, write the JSON result."""
+    started = machine()
+    result = run()
+    views = {name: (result["views_best_s"][name], result["views_median_s"][name], result["views_cpu_s"][name])
+             for name in VIEWS}
+    print(f"{result['n_judgments']:,} judgments, 22 groups; {started['nproc']} x {started['cpu']}; "
           f"load average {started['load_average_at_start'][0]:.1f}")
     print(f"{'view (materialised alone)':32s} {'best s':>8s} {'median s':>9s} {'cpu s':>7s}")
     for name, (best, median, cpu) in views.items():
         print(f"{name:32s} {best:8.3f} {median:9.3f} {cpu:7.3f}")
-    print(f"{'all views, each on its own':32s} {all_views_s:8.3f} {'':9s} {all_views_cpu_s:7.3f}"
+    print(f"{'all views, each on its own':32s} {result['all_views_s']:8.3f} {'':9s} {result['all_views_cpu_s']:7.3f}"
           f"   (target <= {TARGET_S:.0f} s)")
-    print(f"{'  of which the 9 analyst views':32s} {user_views_s:8.3f}")
-    print(f"{'peras metrics path (1 scan)':32s} {flow_path[0]:8.3f} {'':9s} {flow_path[2]:7.3f}")
-    print(f"{'python: extract + per-group loop':32s} {python_total_s:8.3f} {'':9s} {python_cpu_s:7.3f}"
-          f"   ({extract_s:.3f} extract + {python_s:.3f} loop)")
+    print(f"{'  of which the 9 analyst views':32s} {result['analyst_views_s']:8.3f}")
+    print(f"{'peras metrics path (1 scan)':32s} {result['flow_path_best_s']:8.3f} {'':9s} "
+          f"{result['flow_path_cpu_s']:7.3f}")
+    python_total_s = result["python_extract_s"] + result["python_loop_s"]
+    print(f"{'python: extract + per-group loop':32s} {python_total_s:8.3f} {'':9s} {result['python_loop_cpu_s']:7.3f}"
+          f"   ({result['python_extract_s']:.3f} extract + {result['python_loop_s']:.3f} loop)")
     print(f"speed-up vs python: {result['speedup_all_views_vs_python']}x (every view alone), "
           f"{result['speedup_flow_path_vs_python']}x (peras metrics path); target >= {TARGET_SPEEDUP:.0f}x")
-    out = ROOT / "bench" / "results" / f"metrics-{result['date']}.json"
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(ROOT)}")
+    print_headlines(result["headline"])
+    print(f"wrote {write_result('metrics', result, started)}")
 
 
 if __name__ == "__main__":

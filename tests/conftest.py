@@ -3,77 +3,30 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from peras.testing.prefect_server import prefect_server as start_prefect_server
+from peras.testing.prefect_server import server_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))
-
-
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def prefect_server() -> Iterator[str]:
     """Start one real `prefect server` for every test (flows, CLI subprocesses, deployments)."""
     home = Path(tempfile.mkdtemp(prefix="peras-prefect-"))
-    port = free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_API_URL": "",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-    }
-    log = (home / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(f"prefect server did not start: {(home / 'server.log').read_text()[-2000:]}")
-        time.sleep(0.5)
-    os.environ.update(
-        {
-            "PREFECT_HOME": str(home),
-            "PREFECT_API_URL": url,
-            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-            "PREFECT_LOGGING_LEVEL": "WARNING",
-        }
-    )
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    with start_prefect_server(home) as url:
+        os.environ.update({**server_env(home), "PREFECT_API_URL": url})
+        from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with temporary_settings(updates={PREFECT_API_URL: url}):
-        yield url
-        drain_prefect_workers()
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield url
+            drain_prefect_workers()
 
 
 def drain_prefect_workers() -> None:

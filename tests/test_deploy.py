@@ -18,7 +18,7 @@ import yaml
 
 from peras.deployments import PREFECT_FILE, load_specs
 from peras.paths import PROJECT_ROOT
-from tests.conftest import free_port
+from peras.testing.prefect_server import free_port
 from tests.helpers import run_cli
 
 FLOW_FILES = sorted(p for p in (PROJECT_ROOT / "flows").glob("*.py") if p.name != "__init__.py")

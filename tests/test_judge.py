@@ -16,7 +16,7 @@ from flows.ingest import ingest
 from flows.judge import judge
 from peras.errors import CheckFailed
 from peras.testing.fake_openai import FakeOpenAI, Fault, instant
-from tests.conftest import free_port
+from peras.testing.prefect_server import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,63 @@
+"""Run the five benchmarks side by side, print one short table, write each result and bench/results/all-<date>.json.
+
+1. ceiling vs pipeline on the embedded llama.cpp server   (bench_ceiling.py; ~10 min on 2 cores)
+2. pipeline overhead against an instant server           (bench_overhead.py; ~5 min with the py-spy run)
+3. prefix reuse: ordered vs shuffled requests            (bench_prefix.py; reuses 1's ordered run; ~5 min)
+4. metric views over 1,000,000 judgments                 (bench_metrics.py; ~1 min)
+5. the 50-trial classifier protocol on 4,304 pairs        (bench_classify.py; ~1 min)
+
+Needs `scripts/setup_local_model.sh` (1-3), ../shared/data (2) and py-spy for the profile (`pip install -e .[bench]`).
+
+    .venv/bin/python bench/run_all.py                   # everything
+    .venv/bin/python bench/run_all.py --only overhead metrics
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import bench_ceiling, bench_classify, bench_metrics, bench_overhead, bench_prefix  # noqa: E402
+from bench.common import machine, print_headlines, write_result  # noqa: E402
+
+NAMES = ("ceiling", "overhead", "prefix", "metrics", "classify")
+
+
+def main() -> None:
+    """Run the chosen benchmarks in order, writing each result as it finishes."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=NAMES, default=list(NAMES), help="benchmarks to run")
+    parser.add_argument("--pairs", type=int, default=40, help="sample pairs for ceiling and prefix (default 40)")
+    args = parser.parse_args()
+    overall = machine()
+    results: dict[str, dict[str, Any]] = {}
+    for name in NAMES:
+        if name not in args.only:
+            continue
+        print(f"== {name}", flush=True)
+        started = machine()
+        if name == "ceiling":
+            results[name] = bench_ceiling.run(args.pairs)
+        elif name == "overhead":
+            results[name] = bench_overhead.run()
+        elif name == "prefix":
+            ordered = results["ceiling"]["ceiling"] if "ceiling" in results else None
+            results[name] = bench_prefix.run(args.pairs, ordered)
+        elif name == "metrics":
+            results[name] = bench_metrics.run()
+        else:
+            results[name] = bench_classify.run()
+        print(f"   wrote {write_result(name, results[name], started)}", flush=True)
+    rows = [row for result in results.values() for row in result["headline"]]
+    print()
+    print_headlines(rows)
+    out = write_result("all", {"headline": rows, "files": [f"{n}-<date>.json" for n in results]}, overall)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
