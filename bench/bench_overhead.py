@@ -41,10 +41,15 @@ from peras.testing.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa
 from peras.testing.prefect_server import prefect_server  # noqa: E402
 
 COLLECTION, PERSONALITIES, TARGET_PER_S = "dl19", 11, 1000.0
-# Frames whose inclusive share of the samples says which stage the time went to (first match wins).
+SAMPLE_HZ = 100
+PROFILE_OUT = Path(tempfile.gettempdir()) / "peras-overhead-profile.txt"  # collapsed stacks, for flamegraph.pl
+# Which stage a sample belongs to: the innermost frame of its stack that matches one of these needles.
 STAGES = (
-    ("client: HTTP requests and parsing", ("peras/llm/",)),
-    ("judging engine: prompts, hashing, shards", ("tasks/judging.py", "tasks/shards.py", "peras/prompting.py")),
+    ("request ids: sha256 of canonical JSON", ("request_hash", "_canonical_json")),
+    ("prompt rendering", ("build_label_messages", "build_confidence_messages")),
+    ("shard journaling", ("tasks/shards.py",)),
+    ("HTTP client and response parsing", ("peras/llm/",)),
+    ("judging engine (scheduling, records)", ("tasks/judging.py",)),
     ("planning and answer cache", ("plan_work", "load_cached_answers", "load_pairs")),
     ("loading shards into DuckDB", ("load_shards",)),
     ("gate and summary", ("check_judge_run", "summarize")),
@@ -71,13 +76,14 @@ def count_judgments(warehouse: Path, run_name: str) -> int:
         con.close()
 
 
-def profile_run(command: list[str], env: dict[str, str], out_dir: Path) -> dict[str, Any]:
-    """Sample the command with py-spy; shares of on-CPU samples by stage and the top self-time frames."""
+def profile_run(command: list[str], env: dict[str, str], raw: Path) -> dict[str, Any]:
+    """Sample the command with py-spy (only the thread holding the GIL: where Python time goes), keep the
+    collapsed stacks in `raw`; return shares by stage and the top self-time frames."""
     py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if py_spy is None:
         return {"skipped": "py-spy is not installed (pip install -e .[bench])"}
-    raw = out_dir / "profile.txt"
-    subprocess.run([py_spy, "record", "--rate", "100", "--format", "raw", "--output", str(raw), "--", *command],
+    subprocess.run([py_spy, "record", "--gil", "--rate", str(SAMPLE_HZ), "--format", "raw", "--output", str(raw), "--",
+                    *command],
                    env=env, capture_output=True, text=True, check=True)
     return summarize_profile(raw.read_text().splitlines())
 
@@ -98,16 +104,18 @@ def summarize_profile(lines: list[str]) -> dict[str, Any]:
         stages[_stage(frames)] += count
     return {
         "samples": total,
+        "python_busy_s": round(total / SAMPLE_HZ, 1),  # seconds some thread held the GIL; the rest is C or waiting
         "stage_share": {k: round(v / total, 3) for k, v in stages.most_common()} if total else {},
         "top_self": [{"frame": k, "share": round(v / total, 3)} for k, v in leaves.most_common(15)] if total else [],
     }
 
 
 def _stage(frames: list[str]) -> str:
-    # The innermost peras stage that appears in the stack names the work; Prefect only when no peras frame does.
-    for name, needles in STAGES:
-        if any(needle in frame for frame in frames for needle in needles):
-            return name
+    # The innermost frame that belongs to a stage names the work (a socket write inside the client is the client's).
+    for frame in reversed(frames):
+        for name, needles in STAGES:
+            if any(needle in frame for needle in needles):
+                return name
     return "other (threads, event loop, GC)"
 
 
@@ -117,7 +125,7 @@ def _short(frame: str) -> str:
     return f"{func} ({Path(where.split(':')[0]).name})" if where else func
 
 
-def run(profile: bool = True) -> dict[str, Any]:
+def run(profile: bool = True, profile_out: Path = PROFILE_OUT) -> dict[str, Any]:
     """Ingest DL19, judge it against the instant server (timed), then again under py-spy; return the result."""
     with tempfile.TemporaryDirectory(prefix="peras-bench-") as tmp_name, \
             prefect_server(Path(tmp_name) / "prefect") as api_url, fake_openai_process() as base_url:
@@ -131,9 +139,11 @@ def run(profile: bool = True) -> dict[str, Any]:
         print(f"judging {COLLECTION} x {PERSONALITIES} personalities against the instant server ...", flush=True)
         wall, cpu, output = timed(peras_command(*judge_args(base_url, "bench-overhead")), env)
         n = count_judgments(warehouse, "bench-overhead")
+        shards = [f for f in (warehouse.parent / "shards").rglob("*") if f.is_file()]
+        storage = {"warehouse_bytes": warehouse.stat().st_size, "shards_bytes": sum(f.stat().st_size for f in shards)}
         profile = (
             profile_run(peras_command(*judge_args(base_url, "bench-overhead")),
-                        peras_env(tmp / "prefect", api_url, profiled_warehouse), tmp)
+                        peras_env(tmp / "prefect", api_url, profiled_warehouse), profile_out)
             if profile else {"skipped": "--no-profile"}
         )
     rate = n / wall
@@ -145,8 +155,9 @@ def run(profile: bool = True) -> dict[str, Any]:
         "cpu_s_peras": round(cpu, 2),
         "judgments_per_s": round(rate, 1),
         "requests_per_s": round(2 * rate, 1),
+        "storage_after_run": storage | {"warehouse_bytes_per_judgment": round(storage["warehouse_bytes"] / n)},
         "cli_output_tail": output.strip().splitlines()[-8:],
-        "profile": profile,
+        "profile": profile | {"collapsed_stacks": str(profile_out)} if profile else profile,
         "headline": [headline("pipeline overhead (instant server)", rate, "judg/s", f">= {TARGET_PER_S:,.0f} judg/s",
                               rate >= TARGET_PER_S)],
     }

@@ -222,7 +222,29 @@ def find_server_binary(settings: Settings) -> Path:
     binary = home / "bin" / "llama-server"
     if not (home / ".stamp").is_file() or not os.access(binary, os.X_OK):
         raise UsageError(f"llama-server {SERVER_BUILD} is not built under {home}: {SETUP_HINT}")
+    missing = missing_cpu_features((home / ".stamp").read_text(encoding="utf-8"), cpu_flags())
+    if missing:
+        raise UsageError(
+            f"llama-server under {home} was built for CPU extensions this machine lacks ({' '.join(missing)}): "
+            f"{SETUP_HINT} to rebuild it for this CPU"
+        )
     return binary
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none, e.g. not Linux)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    line = next((row for row in text.splitlines() if row.startswith("flags")), "")
+    return set(line.partition(":")[2].split())
+
+
+def missing_cpu_features(stamp: str, flags: set[str]) -> list[str]:
+    """Extensions the build relied on (the stamp's `isa=` line) that `flags` lack; none when unknown."""
+    isa = next((row.removeprefix("isa=").split() for row in stamp.splitlines() if row.startswith("isa=")), [])
+    return [flag for flag in isa if flags and flag not in flags]
 
 
 def server_command(

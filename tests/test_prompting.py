@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from peras.prompting import (
     load_prompt,
     prompt_hash,
     request_hash,
+    request_hashes,
     sampling_params,
     select_personalities,
 )
@@ -191,6 +193,18 @@ def test_request_hash_ignores_key_order_and_int_float() -> None:
     assert a == "23b115b6cdcdc50927294d72794d3a355bb703b9e2fdfb277959ddb84e47d4dd"
     assert a != request_hash("m", messages, {"temperature": 0.0, "top_p": 1.0}, 1)
     assert a != request_hash("m2", messages, {"temperature": 0.0, "top_p": 1.0}, 0)
+
+
+def test_request_hashes_match_the_canonical_json_of_the_whole_request() -> None:
+    messages = [{"role": "user", "content": 'Query: é ü "x"'}]
+    params = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 4}
+    whole = {"model": "m", "messages": messages, "params": {"temperature": 0, "top_p": 1, "max_tokens": 4},
+             "sample_index": 3}
+    canonical = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert request_hashes("m", messages, params, 3) == (hashlib.sha256(canonical).hexdigest(), prompt_hash(messages))
+    assert request_hashes("m", messages, params, 3)[0] == (
+        "24957b2944decbd1bb6583eb374ca504c14d99bf43ef62dbe2a7b92cf648c76c"
+    )
 
 
 def test_user_personality_comes_after_builtins(tmp_path: Path) -> None:
