@@ -101,7 +101,7 @@ class LoopStats:
 
 def sample_jobs(warehouse: Path, n_pairs: int, shuffle_seed: int | None = None) -> list[Job]:
     """Every personality x the first n sample pairs as peras loads them, in peras's order (or shuffled)."""
-    pairs = load_pairs(load_settings(warehouse=warehouse), "sample", None, n_pairs)
+    pairs = load_pairs.fn(load_settings(warehouse=warehouse), "sample", None, n_pairs)  # the task body, no Prefect
     jobs = [Job(p, query, passage) for p in select_personalities(None) for query, passage in pairs.values()]
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(jobs)

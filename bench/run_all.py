@@ -1,4 +1,5 @@
-"""Run the five benchmarks side by side, print one short table, write each result and bench/results/all-<date>.json.
+"""Run the five benchmarks side by side, print one short table, write each result and bench/results/all-<date>.json
+(the summary of every benchmark result of the day).
 
 1. ceiling vs pipeline on the embedded llama.cpp server   (bench_ceiling.py; ~10 min on 2 cores)
 2. pipeline overhead against an instant server           (bench_overhead.py; ~5 min with the py-spy run)
@@ -15,14 +16,16 @@ Needs `scripts/setup_local_model.sh` (1-3), ../shared/data (2) and py-spy for th
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import bench_ceiling, bench_classify, bench_metrics, bench_overhead, bench_prefix  # noqa: E402
-from bench.common import machine, print_headlines, write_result  # noqa: E402
+from bench.common import RESULTS, machine, print_headlines, write_result  # noqa: E402
 
 NAMES = ("ceiling", "overhead", "prefix", "metrics", "classify")
 
@@ -52,10 +55,13 @@ def main() -> None:
         else:
             results[name] = bench_classify.run()
         print(f"   wrote {write_result(name, results[name], started)}", flush=True)
-    rows = [row for result in results.values() for row in result["headline"]]
+    # The summary covers every benchmark with a result from today, run now or by an earlier `--only` call.
+    today = date.today().isoformat()
+    files = [RESULTS / f"{name}-{today}.json" for name in NAMES if (RESULTS / f"{name}-{today}.json").is_file()]
+    rows = [row for f in files for row in json.loads(f.read_text(encoding="utf-8")).get("headline", [])]
     print()
     print_headlines(rows)
-    out = write_result("all", {"headline": rows, "files": [f"{n}-<date>.json" for n in results]}, overall)
+    out = write_result("all", {"headline": rows, "files": [f.name for f in files]}, overall)
     print(f"wrote {out}")
 
 
