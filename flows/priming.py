@@ -11,7 +11,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.judge import Endpoint, endpoint_for, endpoint_slots
+from flows.judge import Endpoint, endpoint_for, endpoint_slots, opaque
 from peras.progress import track
 from peras.prompting import DEFAULT_CODE, Personality, select_personalities
 from peras.settings import Settings, load_settings
@@ -85,7 +85,7 @@ def priming(
         store_personalities(settings, chosen)
         load_priming_shards(settings, config.run_id)
         pending = select_pending(settings, config.run_id, planned)
-        cache = load_cached_answers(settings, config, pending, pools, by_code)
+        cache = load_cached_answers(settings, config, opaque(pending), opaque(pools), by_code)
         stats = ask_batches(settings, endpoint, config, name, pending, pools, by_code, cache, chunk_size)
     load_priming_shards(settings, config.run_id)
     n_failures = check_priming_run(settings, config.run_id, planned)
@@ -119,10 +119,10 @@ def ask_batches(
                 endpoint.base_urls,
                 config,
                 f"chunk-{index:05d}-{len(pending)}",
-                chunk,
-                pools,
+                opaque(chunk),
+                opaque(pools),
                 personalities,
-                cache,
+                opaque(cache),
                 bar,
             )
             for index, chunk in enumerate(chunked(pending, chunk_size))
