@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
+from prefect.runtime import flow_run
 
 from peras.settings import Settings, load_settings
 from tasks.metrics import refresh_views
@@ -21,7 +22,12 @@ from tasks.report import (
 )
 
 
-@flow(name="report", log_prints=True)
+def report_run_name() -> str:
+    """report-<collection> or report-all (the runs covered are in the flow's parameters)."""
+    return f"report-{flow_run.parameters.get('collection') or 'all'}"
+
+
+@flow(name="report", flow_run_name=report_run_name, log_prints=True)
 def report(
     runs: list[str] | None = None,
     collection: str | None = None,

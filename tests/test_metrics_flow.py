@@ -75,6 +75,17 @@ def test_filters_keep_whole_groups(judged):
     assert_same_rows(frames["comparison"], view_frame(judged, "metrics_vs_default", "run_name = 'name-r2' and cot"))
 
 
+def test_flow_run_is_named_for_what_it_reads(judged):
+    from prefect.client.orchestration import get_client
+
+    state = metrics(views=["agreement"], run="name-r2", settings=judged, return_state=True)
+    with get_client(sync_client=True) as client:
+        assert client.read_flow_run(state.state_details.flow_run_id).name == "metrics-name-r2"
+    state = metrics(views=["agreement"], settings=judged, return_state=True)
+    with get_client(sync_client=True) as client:
+        assert client.read_flow_run(state.state_details.flow_run_id).name == "metrics-all"
+
+
 def test_cli_csv_of_one_view(judged, capsys):
     result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--no-cot",
                      "--view", "agreement", "--format", "csv")
