@@ -197,17 +197,22 @@ async def _judge(
     writer: ShardWriter,
     bar: Any,
 ) -> ChunkStats:
-    async with LLMClient(
+    async with run_client(settings, base_urls, config.model) as client:
+        judge = ChunkJudge(client, config, personalities, texts, cache, writer, bar.advance if bar else None)
+        return await judge.run(items, settings.concurrency * len(base_urls))
+
+
+def run_client(settings: Settings, base_urls: list[str], model: str) -> LLMClient:
+    """The client a judge or priming run sends through: API key variable, concurrency, timeout, retries, budget."""
+    return LLMClient(
         base_urls,
-        config.model,
+        model,
         settings.api_key_env,
         settings.concurrency,
         settings.request_timeout_s,
         settings.max_retries,
         settings.request_budget,
-    ) as client:
-        judge = ChunkJudge(client, config, personalities, texts, cache, writer, bar.advance if bar else None)
-        return await judge.run(items, settings.concurrency * len(base_urls))
+    )
 
 
 @task(cache_policy=NO_CACHE)

@@ -16,11 +16,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
-from peras.llm.client import LLMClient
 from peras.prompting import Personality, request_hash
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import connect, now, open_migrated
+from tasks.judge import run_client
 from tasks.priming_draws import Pools, planned_frame
 from tasks.priming_judging import BatchConfig, BatchItem, BatchJudge
 from tasks.priming_prompt import build_batch_messages
@@ -129,15 +129,7 @@ def judge_batches(
     texts = {doc_id: pools.texts[doc_id] for item in items for doc_id in item.doc_ids}
 
     async def ask_all() -> dict[str, Any]:
-        async with LLMClient(
-            base_urls,
-            config.model,
-            settings.api_key_env,
-            settings.concurrency,
-            settings.request_timeout_s,
-            settings.max_retries,
-            settings.request_budget,
-        ) as client:
+        async with run_client(settings, base_urls, config.model) as client:
             on_item = bar.advance if bar else None
             judge = BatchJudge(client, config, personalities, queries, texts, cache, writer, on_item)
             return asdict(await judge.run(items, settings.concurrency * len(base_urls)))
