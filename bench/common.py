@@ -19,11 +19,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from peras.settings import load_settings
 from peras.testing.prefect_server import server_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))
 CORE_PACKAGES = ("peras", "prefect", "duckdb", "polars", "numpy", "openai", "httpx")
 
 
@@ -93,7 +93,7 @@ def peras_env(home: Path, api_url: str, warehouse: Path) -> dict[str, str]:
         **server_env(home),
         "PREFECT_API_URL": api_url,
         "PERAS_WAREHOUSE": str(warehouse),
-        "PERAS_DATA_DIR": str(SHARED_DATA),
+        "PERAS_DATA_DIR": str(load_settings().data_dir),  # ../shared/data unless PERAS_DATA_DIR says otherwise
     }
 
 
