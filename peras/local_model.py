@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Protocol
 
 from peras.errors import BackendError, PerasError, UsageError
 from peras.settings import Settings, load_settings
@@ -48,6 +49,29 @@ class WeightPart:
     size: int
 
 
+class Pinned(Protocol):
+    """A file known by its size and sha256."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Upcast:
+    """The file llama-server loads: the assembled one with its Q5_0 matrices stored as Q8_0, value for value.
+
+    The same weights (peras/gguf_upcast.py proves it block by block), in the type llama.cpp's x86 kernels
+    multiply fastest. Written once, from the verified assembled file, and pinned by its own sha256.
+    """
+
+    file_name: str
+    size: int
+    sha256: str
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A GGUF model assembled from registry packages, pinned by the sha256 of the joined file."""
@@ -56,6 +80,7 @@ class ModelSpec:
     file_name: str
     sha256: str
     parts: tuple[WeightPart, ...]
+    upcast: Upcast | None = None  # None: serve the assembled file itself
 
     @property
     def size(self) -> int:
@@ -78,6 +103,11 @@ DEFAULT_MODEL = ModelSpec(
     file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     parts=tuple(_qwen_part(i, 89_128_960) for i in range(1, 6)) + (_qwen_part(6, 45_755_264),),
+    upcast=Upcast(
+        file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.q5_0-as-q8_0.gguf",
+        size=585_845_632,
+        sha256="6b3e9725dba9173adf0f3179b1503899e4a01f6f36b009f9ecffa203cd2defb5",
+    ),
 )
 
 
@@ -108,7 +138,7 @@ def locate_parts(spec: ModelSpec = DEFAULT_MODEL) -> list[Path]:
     return found
 
 
-def model_problem(path: Path, spec: ModelSpec) -> str | None:
+def model_problem(path: Path, spec: Pinned) -> str | None:
     """What is wrong with a model file (size, GGUF header, sha256), or None when it verifies."""
     size = path.stat().st_size
     if size != spec.size:
@@ -126,7 +156,7 @@ def model_problem(path: Path, spec: ModelSpec) -> str | None:
     return None
 
 
-def verify_model(path: Path, spec: ModelSpec) -> None:
+def verify_model(path: Path, spec: Pinned) -> None:
     """Raise UsageError naming the file and what is wrong with it, unless it verifies."""
     problem = model_problem(path, spec)
     if problem is not None:
@@ -159,16 +189,50 @@ def assemble(parts: Sequence[Path], target: Path, spec: ModelSpec) -> Path:
     return target
 
 
+def write_upcast(source: Path, target: Path, spec: Upcast) -> Path:
+    """Write the Q8_0 rewrite of the verified `source` to target atomically, checked against its pin."""
+    from peras.gguf_upcast import upcast_q5_0  # numpy + gguf: only imported when the file is (re)made
+
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            upcast_q5_0(source, out)
+        problem = model_problem(tmp, spec)
+        if problem is not None:
+            raise UsageError(
+                f"rewriting {source.name} with Q8_0 matrices gave a file that {problem}; "
+                f"check that gguf is the pinned version (pip install -e .) and {SETUP_HINT}"
+            )
+        tmp.chmod(0o644)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _write_stamp(target, spec)
+    return target
+
+
 def ensure_weights(settings: Settings, spec: ModelSpec = DEFAULT_MODEL) -> Path:
-    """Return the verified model file, assembling it from the installed packages when needed."""
-    target = settings.local_cache_dir / "models" / spec.file_name
+    """Return the verified file the server loads, assembling (and upcasting) it when needed."""
+    models = settings.local_cache_dir / "models"
+    if spec.upcast is not None and _verified(models / spec.upcast.file_name, spec.upcast):
+        return models / spec.upcast.file_name
+    assembled = models / spec.file_name
+    if not _verified(assembled, spec):
+        assemble(locate_parts(spec), assembled, spec)
+    if spec.upcast is None:
+        return assembled
+    return write_upcast(assembled, models / spec.upcast.file_name, spec.upcast)
+
+
+def _verified(target: Path, spec: Pinned) -> bool:
+    """True when target is the pinned file: its stamp says so, or (stamp lost) one hash pass does."""
     if _stamp_matches(target, spec):
-        return target
-    # A file without a valid stamp may still be good (stamp lost); one hash pass decides.
+        return True
     if target.is_file() and model_problem(target, spec) is None:
         _write_stamp(target, spec)
-        return target
-    return assemble(locate_parts(spec), target, spec)
+        return True
+    return False
 
 
 def _sha256(path: Path) -> str:
@@ -183,7 +247,7 @@ def _stamp_path(target: Path) -> Path:
     return target.with_name(target.name + ".verified")
 
 
-def _write_stamp(target: Path, spec: ModelSpec) -> None:
+def _write_stamp(target: Path, spec: Pinned) -> None:
     # size + mtime identify the file we hashed, so later starts skip re-hashing 491 MB.
     stat = target.stat()
     record = {"sha256": spec.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
@@ -193,7 +257,7 @@ def _write_stamp(target: Path, spec: ModelSpec) -> None:
     os.replace(tmp, stamp)
 
 
-def _stamp_matches(target: Path, spec: ModelSpec) -> bool:
+def _stamp_matches(target: Path, spec: Pinned) -> bool:
     try:
         record = json.loads(_stamp_path(target).read_text(encoding="utf-8"))
         stat = target.stat()
@@ -247,9 +311,7 @@ def missing_cpu_features(stamp: str, flags: set[str]) -> list[str]:
     return [flag for flag in isa if flags and flag not in flags]
 
 
-def server_command(
-    binary: Path, model: Path, spec: ModelSpec, port: int, parallel: int, ctx: int
-) -> list[str]:
+def server_command(binary: Path, model: Path, spec: ModelSpec, port: int, parallel: int, ctx: int) -> list[str]:
     """The llama-server command line; each slot gets ctx / parallel tokens of context."""
     return [
         str(binary),
@@ -283,9 +345,7 @@ def local_server(
     model = ensure_weights(settings, spec)
     port = _free_port()
     log_path = _new_log(settings.local_cache_dir / "logs", port)
-    cmd = server_command(
-        binary, model, spec, port, parallel or settings.local_parallel, ctx or settings.local_ctx
-    )
+    cmd = server_command(binary, model, spec, port, parallel or settings.local_parallel, ctx or settings.local_ctx)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -323,9 +383,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path, timeo
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise BackendError(
-                f"llama-server exited with code {proc.returncode} while starting; {_tail(log_path)}"
-            )
+            raise BackendError(f"llama-server exited with code {proc.returncode} while starting; {_tail(log_path)}")
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -359,11 +417,12 @@ def _tail(log_path: Path, lines: int = 15) -> str:
 
 
 def _prepare(settings: Settings) -> None:
-    """Assemble and verify the model file; say whether the server is built."""
+    """Assemble, upcast and verify the model file; say whether the server is built."""
     path = ensure_weights(settings)
+    served = DEFAULT_MODEL.upcast or DEFAULT_MODEL
     print(f"model  {path}")
-    print(f"size   {DEFAULT_MODEL.size} bytes")
-    print(f"sha256 {DEFAULT_MODEL.sha256}")
+    print(f"size   {served.size} bytes")
+    print(f"sha256 {served.sha256}")
     try:
         print(f"server {find_server_binary(settings)}")
     except UsageError as exc:
@@ -386,14 +445,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """python -m peras.local_model prepare | serve [--parallel N] [--ctx N]"""
     parser = argparse.ArgumentParser(prog="python -m peras.local_model", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
-        "prepare", help="assemble and verify the GGUF; e.g. python -m peras.local_model prepare"
-    )
+    commands.add_parser("prepare", help="assemble and verify the GGUF; e.g. python -m peras.local_model prepare")
     serve = commands.add_parser("serve", help="start llama-server and block; e.g. ... serve --parallel 2")
     serve.add_argument("--parallel", type=int, default=None, help="slots (default: settings.local_parallel)")
-    serve.add_argument(
-        "--ctx", type=int, default=None, help="context shared by slots (default: settings.local_ctx)"
-    )
+    serve.add_argument("--ctx", type=int, default=None, help="context shared by slots (default: settings.local_ctx)")
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
