@@ -6,28 +6,26 @@ the split and the learner, so the same base seed gives the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from joblib import Parallel, delayed
-from lightgbm import LGBMClassifier
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.metrics import cohen_kappa_score, f1_score
 from sklearn.model_selection import train_test_split
-from xgboost import XGBClassifier
 
 from peras.errors import CheckFailed, UsageError
 from tasks.aggregate import VOTE_NAMES, aggregate_votes
 from tasks.classify_features import LEVELS, FeatureMatrix
-from tasks.ordinal import OrdinalLogit
+from tasks.learners import LEARNERS, fit_predict
 
-# The machines have two cores. Trials run two at a time, each learner single-threaded: on ~430
-# training rows OpenMP threads inside XGBoost/LightGBM gain little, and when the cores are busy
-# their spin-waiting made a 50-trial run 10x slower than one thread per trial.
+# The machines have two cores: two worker processes, each fitting one trial at a time with one thread.
+# Processes, not threads: on the small training parts of a 10% split, a forest's 200 trees are mostly
+# scikit-learn's Python bookkeeping, and two threads contending for the GIL were slower than one
+# (8.8 s vs 6.6 s for 50 forests of 4 pairs; 3.9 s in two processes). OpenMP threads inside
+# XGBoost/LightGBM stay at one: their spin-waiting on busy cores made a run 10x slower.
 N_JOBS = 2
 
 
@@ -39,65 +37,6 @@ class Split:
     seed: int
     train: np.ndarray
     test: np.ndarray
-
-
-@dataclass(frozen=True)
-class Learner:
-    """A supervised learner: table name, whether it sees confidences, and how to build it."""
-
-    name: str
-    title: str
-    with_confidence: bool
-    make: Callable[[int], Any]
-
-
-LEARNERS = {
-    learner.name: learner
-    for learner in (
-        Learner("rf", "Random Forest", True, lambda seed: _forest(seed)),
-        Learner(
-            "xgboost",
-            "XGBoost",
-            True,
-            lambda seed: XGBClassifier(
-                n_estimators=200,
-                max_depth=5,
-                learning_rate=0.05,
-                subsample=0.81,
-                tree_method="hist",
-                n_jobs=1,
-                random_state=seed,
-                verbosity=0,
-            ),
-        ),
-        # LightGBM ignores subsample unless bagging runs every subsample_freq iterations.
-        Learner(
-            "lightgbm",
-            "LightGBM",
-            True,
-            lambda seed: LGBMClassifier(
-                n_estimators=200,
-                max_depth=5,
-                learning_rate=0.05,
-                subsample=0.81,
-                subsample_freq=1,
-                n_jobs=1,
-                random_state=seed,
-                deterministic=True,
-                force_row_wise=True,
-                verbose=-1,
-            ),
-        ),
-        Learner("ordinal_logit", "Ordinal LR", True, lambda seed: OrdinalLogit()),
-        Learner("rf_no_conf", "RF w/o conf.", False, lambda seed: _forest(seed)),
-    )
-}
-
-
-def _forest(seed: int) -> RandomForestClassifier:
-    return RandomForestClassifier(
-        n_estimators=200, max_depth=6, bootstrap=True, max_samples=0.81, n_jobs=1, random_state=seed
-    )
 
 
 def trial_seeds(base_seed: int, trials: int) -> list[int]:
@@ -167,17 +106,12 @@ def evaluate_learner(name: str, matrix: FeatureMatrix, splits: list[Split]) -> l
     """Fit one learner on each training part and score it on the test part."""
     learner = LEARNERS[name]
     x, y = matrix.features(learner.with_confidence), matrix.relevance
-    jobs = (delayed(_fit_predict)(learner, split, x, y) for split in splits)
-    predictions = Parallel(n_jobs=N_JOBS, backend="threading")(jobs)
+    jobs = (delayed(fit_predict)(name, split.seed, split.train, split.test, x, y) for split in splits)
+    predictions = Parallel(n_jobs=N_JOBS, backend="loky")(jobs)
     return [
         _row(split, name, "supervised", y[split.test], predicted)
         for split, predicted in zip(splits, predictions, strict=True)
     ]
-
-
-def _fit_predict(learner: Learner, split: Split, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    model = learner.make(split.seed).fit(x[split.train], y[split.train])
-    return np.asarray(model.predict(x[split.test])).astype(np.int64).ravel()
 
 
 @task(cache_policy=NO_CACHE)
