@@ -323,6 +323,10 @@ def server_command(binary: Path, model: Path, spec: ModelSpec, port: int, parall
         "--ctx-size", str(ctx),
         "--no-kv-unified",  # a fixed share per slot: one long prompt cannot starve the others
         "--cache-prompt",  # judgments share a long prefix: reuse its KV across requests
+        # Always consult the RAM prompt cache (--cache-ram) when a request arrives, not only when the slot
+        # would lose over half its context: a confidence prompt then resumes from the same pair's earlier
+        # confidence prompt (other label) instead of from the last one: 4.4% fewer prompt tokens evaluated.
+        "--slot-prompt-similarity", "0",
         "--threads", str(THREADS),
         "--threads-batch", str(THREADS),
         "--offline",  # never touch the network, whatever a request asks for
