@@ -276,3 +276,20 @@ def test_choose_learners():
     assert choose_learners.fn(None, labels_only) == ["rf", "xgboost", "lightgbm", "ordinal_logit"]
     with pytest.raises(UsageError, match="unknown learner 'svm': choose from rf, xgboost"):
         choose_learners.fn(["rf", "svm"], with_conf)
+
+
+def test_forests_on_a_tiny_training_part_fit_quietly_and_deterministically():
+    # The sample's 10% split: 4 training pairs, one per level; the 81% bootstrap is then 3 rows.
+    import warnings
+
+    from tasks.learners import fit_predict
+
+    x = np.arange(40 * 22, dtype=float).reshape(40, 22) % 7
+    y = np.repeat(np.arange(4), 10)
+    train, test = np.array([0, 10, 20, 30]), np.setdiff1d(np.arange(40), [0, 10, 20, 30])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning fails the test
+        first = fit_predict("rf", 7, train, test, x, y)
+    assert first.shape == (36,) and first.dtype == np.int64
+    assert set(first.tolist()) <= {0, 1, 2, 3}
+    assert np.array_equal(first, fit_predict("rf", 7, train, test, x, y))
