@@ -18,7 +18,6 @@ Target: pipeline >= 0.95 x ceiling in judgments per second.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import random
@@ -33,14 +32,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (  # noqa: E402
+    finish,
     headline,
     machine,
     peras_command,
     peras_env,
-    print_headlines,
+    sample_pairs_argument,
     timed,
     versions,
-    write_result,
 )
 from flows.judge import EMBEDDED_MAX_TOKENS  # noqa: E402
 from peras.llm.parsing import parse_confidence, parse_label  # noqa: E402
@@ -203,13 +202,10 @@ def run(n_pairs: int = 40) -> dict[str, Any]:
 
 def main() -> None:
     """Run, print the table, write the JSON result."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=40, help="sample pairs (1-40; default all 40)")
-    args = parser.parse_args()
+    pairs = sample_pairs_argument(__doc__.splitlines()[0])
     started = machine()
-    result = run(args.pairs)
-    print_headlines(result["headline"])
-    print(f"wrote {write_result('ceiling', result, started)}")
+    result = run(pairs)
+    finish("ceiling", result, started)
 
 
 if __name__ == "__main__":

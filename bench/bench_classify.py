@@ -19,7 +19,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
+from bench.common import finish, headline, machine, versions  # noqa: E402
 from tasks.classify import LEARNERS, draw_splits, evaluate_learner, evaluate_single_streams, evaluate_votes  # noqa: E402
 from tasks.classify_features import PERSONALITY_ORDER, FeatureMatrix  # noqa: E402
 from tasks.classify_report import library_versions  # noqa: E402
@@ -84,8 +84,7 @@ def main() -> None:
     """Run, print the table, write the JSON result."""
     started = machine()
     result = run()
-    print_headlines(result["headline"])
-    print(f"wrote {write_result('classify', result, started)}")
+    finish("classify", result, started)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
+from bench.common import finish, headline, machine, versions  # noqa: E402
 from peras.sql import load_sql  # noqa: E402
 from peras.warehouse import migrate  # noqa: E402
 from tests.metrics_fixtures import (  # noqa: E402
@@ -210,8 +210,7 @@ def main() -> None:
           f"   ({result['python_extract_s']:.3f} extract + {result['python_loop_s']:.3f} loop)")
     print(f"speed-up vs python: {result['speedup_all_views_vs_python']}x (every view alone), "
           f"{result['speedup_flow_path_vs_python']}x (peras metrics path); target >= {TARGET_SPEEDUP:.0f}x")
-    print_headlines(result["headline"])
-    print(f"wrote {write_result('metrics', result, started)}")
+    finish("metrics", result, started)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,13 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import (  # noqa: E402
+    finish,
     headline,
     machine,
     peras_command,
     peras_env,
-    print_headlines,
     timed,
     versions,
-    write_result,
 )
 from peras.testing.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
 from peras.testing.prefect_server import prefect_server  # noqa: E402
@@ -174,8 +173,7 @@ def main() -> None:
           f"({result['judgments_per_s']:,} judgments/s; peras used {result['cpu_s_peras']} CPU s)")
     for stage, share in result["profile"].get("stage_share", {}).items():
         print(f"  {share:6.1%}  {stage}")
-    print_headlines(result["headline"])
-    print(f"wrote {write_result('overhead', result, started)}")
+    finish("overhead", result, started)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ how many prompt tokens it took from the slot's cache (`timings.cache_n`) and how
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_ceiling import ceiling, sample_jobs, sample_warehouse  # noqa: E402
-from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
+from bench.common import finish, headline, machine, sample_pairs_argument, versions  # noqa: E402
 
 SHUFFLE_SEED = 0
 
@@ -55,17 +54,14 @@ def run(n_pairs: int = 40, ordered: dict[str, Any] | None = None, warehouse: Pat
 
 def main() -> None:
     """Run, print the table, write the JSON result."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=40, help="sample pairs (1-40; default all 40)")
-    args = parser.parse_args()
+    pairs = sample_pairs_argument(__doc__.splitlines()[0])
     started = machine()
-    result = run(args.pairs)
+    result = run(pairs)
     for name in ("ordered", "shuffled"):
         r = result[name]
         print(f"{name:9s} wall {r['wall_s']:7.1f} s  evaluated {r['prompt_tokens_processed']:7,} tokens "
               f"({r['prompt_s']:.1f} s)  cached {r['prompt_tokens_cached']:7,}")
-    print_headlines(result["headline"])
-    print(f"wrote {write_result('prefix', result, started)}")
+    finish("prefix", result, started)
 
 
 if __name__ == "__main__":

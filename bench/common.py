@@ -7,6 +7,7 @@ are shared, so the load is part of the result), `versions`, the benchmark's own 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -84,6 +85,19 @@ def print_headlines(rows: list[dict[str, Any]]) -> None:
     for r in rows:
         value = f"{r['value']:,.2f} {r['unit']}"
         print(f"{r['measure']:{width}s}  {value:>14s}  {r['target']:>18s}  {'yes' if r['met'] else 'NO'}")
+
+
+def finish(name: str, result: dict[str, Any], started: dict[str, Any]) -> None:
+    """Every benchmark's last lines: the headline table, then where the JSON result went."""
+    print_headlines(result["headline"])
+    print(f"wrote {write_result(name, result, started)}")
+
+
+def sample_pairs_argument(description: str) -> int:
+    """The --pairs option of the benchmarks that judge the shipped sample with the embedded model."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--pairs", type=int, default=40, help="sample pairs (1-40; default all 40)")
+    return int(parser.parse_args().pairs)
 
 
 def peras_env(home: Path, api_url: str, warehouse: Path) -> dict[str, str]:
