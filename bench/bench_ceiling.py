@@ -52,8 +52,8 @@ from peras.prompting import (  # noqa: E402
     select_personalities,
 )
 from peras.settings import load_settings  # noqa: E402
-from peras.testing.prefect_server import prefect_server  # noqa: E402
-from tasks.judge import load_pairs  # noqa: E402
+from tasks.judge.tasks import load_pairs  # noqa: E402
+from tests.support.prefect_server import prefect_server  # noqa: E402
 
 TARGET_RATIO = 0.95
 

@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import finish, headline, machine, versions  # noqa: E402
-from tasks.classify import LEARNERS, draw_splits, evaluate_learner, evaluate_single_streams, evaluate_votes  # noqa: E402
-from tasks.classify_features import PERSONALITY_ORDER, FeatureMatrix  # noqa: E402
-from tasks.classify_report import library_versions  # noqa: E402
+from tasks.classify.features import PERSONALITY_ORDER, FeatureMatrix  # noqa: E402
+from tasks.classify.results import library_versions  # noqa: E402
+from tasks.classify.tasks import LEARNERS, draw_splits, evaluate_learner, evaluate_single_streams, evaluate_votes  # noqa: E402
 
 N_PAIRS, TRIALS, SEED, TARGET_S = 4304, 50, 42, 60.0
 QREL_SHARES = (0.45, 0.25, 0.18, 0.12)

@@ -114,10 +114,10 @@ def time_views(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, float, 
 
 def read_all_once(con: duckdb.DuckDBPyConnection) -> None:
     """What the metrics flow does for --view all plus confusion, bins and curve: snapshots, nine reads."""
-    con.execute(load_sql("metric_reads/snapshot_cells"), {"run_name": None, "collection_id": None, "cot": None})
-    con.execute(load_sql("metric_reads/snapshot_long"))
+    con.execute(load_sql("metrics/snapshot_cells"), {"run_name": None, "collection_id": None, "cot": None})
+    con.execute(load_sql("metrics/snapshot_long"))
     for name in READS:
-        con.execute(f"create or replace temp table bench_out as {load_sql(f'metric_reads/select_{name}')}")
+        con.execute(f"create or replace temp table bench_out as {load_sql(f'metrics/select_{name}')}")
 
 
 def python_metrics(facts: pl.DataFrame) -> int:

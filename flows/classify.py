@@ -11,25 +11,25 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from peras.warehouse import now
-from tasks.classify import (
-    choose_learners,
-    draw_splits,
-    evaluate_learner,
-    evaluate_single_streams,
-    evaluate_votes,
-)
-from tasks.classify_features import (
+from tasks.classify.features import (
     build_feature_matrix,
     choose_feature_set,
     list_feature_streams,
     load_feature_values,
 )
-from tasks.classify_report import (
+from tasks.classify.results import (
     ResultTable,
     build_results_table,
     load_summary,
     publish_results,
     publish_table_artifact,
+)
+from tasks.classify.tasks import (
+    choose_learners,
+    draw_splits,
+    evaluate_learner,
+    evaluate_single_streams,
+    evaluate_votes,
 )
 
 

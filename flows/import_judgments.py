@@ -8,7 +8,7 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 
 from peras.settings import Settings, load_settings
-from tasks.imports import (
+from tasks.import_judgments.tasks import (
     ImportReport,
     describe_import,
     fingerprint_import,

@@ -9,8 +9,8 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from peras.warehouse import now
-from tasks.collection_sources import CollectionSource, custom_source, preset_source
-from tasks.ingest import (
+from tasks.ingest.sources import CollectionSource, custom_source, preset_source
+from tasks.ingest.tasks import (
     check_collection,
     fingerprint_sources,
     publish_collection,

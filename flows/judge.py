@@ -16,7 +16,8 @@ from peras.errors import UsageError
 from peras.progress import track
 from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
-from tasks.judge import (
+from tasks.judge.judging import METHODS, JudgeConfig
+from tasks.judge.tasks import (
     check_endpoint,
     check_judge_run,
     chunked,
@@ -29,7 +30,6 @@ from tasks.judge import (
     run_id_for,
     store_personalities,
 )
-from tasks.judging import METHODS, JudgeConfig
 
 T = TypeVar("T")
 

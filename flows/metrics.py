@@ -7,7 +7,7 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from peras.settings import Settings, load_settings
-from tasks.metrics import publish_metrics_artifact, read_metrics, refresh_views, resolve_views
+from tasks.metrics.tasks import publish_metrics_artifact, read_metrics, refresh_views, resolve_views
 
 
 def metrics_run_name() -> str:

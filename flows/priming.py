@@ -15,17 +15,8 @@ from flows.judge import Endpoint, endpoint_for, endpoint_slots, opaque
 from peras.progress import track
 from peras.prompting import DEFAULT_CODE, Personality, select_personalities
 from peras.settings import Settings, load_settings
-from tasks.judge import check_endpoint, run_id_for, store_personalities
-from tasks.priming import (
-    check_priming_run,
-    chunked,
-    judge_batches,
-    load_cached_answers,
-    load_priming_shards,
-    register_priming_run,
-    select_pending,
-)
-from tasks.priming_draws import (
+from tasks.judge.tasks import check_endpoint, run_id_for, store_personalities
+from tasks.priming.draws import (
     Pools,
     check_batch_settings,
     choose_topics,
@@ -33,14 +24,23 @@ from tasks.priming_draws import (
     load_pools,
     plan_batches,
 )
-from tasks.priming_judging import BatchConfig, BatchItem
-from tasks.priming_prompt import batch_prompt
-from tasks.priming_report import load_priming_tables, plot_priming_topics, publish_priming_artifact
-from tasks.priming_stats import (
+from tasks.priming.judging import BatchConfig, BatchItem
+from tasks.priming.prompt import batch_prompt
+from tasks.priming.stats import (
     compute_priming_index,
     compute_priming_tests,
     load_priming_pairs,
     publish_priming_stats,
+)
+from tasks.priming.tables import load_priming_tables, plot_priming_topics, publish_priming_artifact
+from tasks.priming.tasks import (
+    check_priming_run,
+    chunked,
+    judge_batches,
+    load_cached_answers,
+    load_priming_shards,
+    register_priming_run,
+    select_pending,
 )
 
 EMBEDDED_MAX_TOKENS = 256  # a JSON object of 16 ids and scores is about 130 tokens

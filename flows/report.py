@@ -8,8 +8,8 @@ from prefect import flow
 from prefect.runtime import flow_run
 
 from peras.settings import Settings, load_settings
-from tasks.metrics import refresh_views
-from tasks.report import (
+from tasks.metrics.tasks import refresh_views
+from tasks.report.tasks import (
     CONFIDENCE_PERSONALITIES,
     FIGURES_DIR,
     ReportSummary,

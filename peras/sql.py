@@ -22,11 +22,8 @@ def load_sql(name: str) -> str:
 
 
 def view_files() -> list[Path]:
-    """Every view definition, in the order they must be created (staging, marts, metrics)."""
-    files: list[Path] = []
-    for layer in ("staging", "marts", "metrics"):
-        files.extend(sorted((SQL_DIR / layer).glob("*.sql")))
-    return files
+    """Every view definition: each stage's `sql/<stage>/views/*.sql` (created in any order that works)."""
+    return sorted(SQL_DIR.glob("*/views/*.sql"))
 
 
 def statements(name: str) -> list[str]:

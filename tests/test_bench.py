@@ -15,9 +15,9 @@ from bench.bench_overhead import summarize_profile
 def test_profile_stages_go_to_the_innermost_matching_frame() -> None:
     stacks = [
         # a socket write inside the client belongs to the client, not to the shard scheduler around it
-        "<module> (peras:6);run_bounded (/r/tasks/shards.py:80);LLMClient.chat (/r/peras/llm/client.py:150);"
+        "<module> (peras:6);run_bounded (/r/tasks/engine/shards.py:80);LLMClient.chat (/r/peras/llm/client.py:150);"
         "write (asyncio/selector_events.py:1050) 6",
-        "<module> (peras:6);ChunkJudge.ask (/r/tasks/judging.py:234);request_hashes (/r/peras/prompting.py:200);"
+        "<module> (peras:6);ChunkJudge.ask (/r/tasks/judge/judging.py:234);request_hashes (/r/peras/prompting.py:200);"
         "_canonical_json (/r/peras/prompting.py:230) 3",
         "<module> (peras:6);judge (/r/flows/judge.py:90);run_task (prefect/task_engine.py:1929) 1",
         "_bootstrap (threading.py:1002) 2",

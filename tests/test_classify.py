@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 from peras.errors import CheckFailed, UsageError
-from tasks.aggregate import aggregate_votes, entropy_weights, majority_vote, weighted_vote
-from tasks.classify import LEARNERS, choose_learners, draw_splits, score, trial_seeds
-from tasks.classify_features import FeatureMatrix, build_feature_matrix, choose_feature_set
-from tasks.ordinal import OrdinalLogit
+from tasks.classify.aggregate import aggregate_votes, entropy_weights, majority_vote, weighted_vote
+from tasks.classify.features import FeatureMatrix, build_feature_matrix, choose_feature_set
+from tasks.classify.ordinal import OrdinalLogit
+from tasks.classify.tasks import LEARNERS, choose_learners, draw_splits, score, trial_seeds
 
 pytestmark = pytest.mark.core
 
@@ -264,7 +264,7 @@ def test_build_feature_matrix_stops_when_a_stream_lacks_pairs():
 
 
 def test_cli_lists_every_learner():
-    from peras.commands.classify import LEARNER_NAMES
+    from cli.commands.classify import LEARNER_NAMES
 
     assert tuple(LEARNERS) == LEARNER_NAMES
 
@@ -282,7 +282,7 @@ def test_forests_on_a_tiny_training_part_fit_quietly_and_deterministically():
     # The sample's 10% split: 4 training pairs, one per level; the 81% bootstrap is then 3 rows.
     import warnings
 
-    from tasks.learners import fit_predict
+    from tasks.classify.learners import fit_predict
 
     x = np.arange(40 * 22, dtype=float).reshape(40, 22) % 7
     y = np.repeat(np.arange(4), 10)

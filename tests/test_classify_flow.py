@@ -9,7 +9,7 @@ import pytest
 from flows.classify import classify
 from peras.errors import CheckFailed
 from peras.warehouse import open_migrated
-from tasks.classify import trial_seeds
+from tasks.classify.tasks import trial_seeds
 from tests.classify_fixtures import build_synthetic_warehouse
 from tests.helpers import run_cli, snapshot
 

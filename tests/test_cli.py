@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from peras.cli import cli
+from cli.main import cli
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.core

@@ -16,10 +16,10 @@ import httpx
 import pytest
 import yaml
 
-from peras.deployments import PREFECT_FILE, load_specs
+from cli.deployments import PREFECT_FILE, load_specs
 from peras.paths import PROJECT_ROOT
-from peras.testing.prefect_server import free_port
 from tests.helpers import run_cli
+from tests.support.prefect_server import free_port
 
 FLOW_FILES = sorted(p for p in (PROJECT_ROOT / "flows").glob("*.py") if p.name != "__init__.py")
 LLAMA_TAGS = {"collection:dl19", "model:llama-3.1-8b-instruct", "personalities:all-11"}
@@ -91,7 +91,7 @@ def test_llm_deployments_name_the_endpoint_but_hold_no_key():
             "PERAS_MODEL": "meta-llama/Llama-3.1-8B-Instruct",
         }
         assert entry["pull"][1] == {
-            "peras.deploy_steps.export_secret": {"block": "peras-llm-api-key", "env": "OPENAI_API_KEY"}
+            "cli.deploy_steps.export_secret": {"block": "peras-llm-api-key", "env": "OPENAI_API_KEY"}
         }
     for entry in yaml.safe_load(PREFECT_FILE.read_text())["deployments"]:
         env = (entry.get("work_pool") or {}).get("job_variables", {}).get("env", {})
@@ -123,7 +123,7 @@ def test_deploy_errors_are_one_line(capsys, args, code, message):
 def test_deploy_names_missing_flow_files(capsys, tmp_path, monkeypatch):
     broken = tmp_path / "prefect.yaml"
     broken.write_text(PREFECT_FILE.read_text().replace("flows/report.py:report", "flows/gone.py:report"))
-    monkeypatch.setattr("peras.deployments.PREFECT_FILE", broken)
+    monkeypatch.setattr("cli.deployments.PREFECT_FILE", broken)
     result = run_cli(capsys, "deploy")
     assert (result.exit_code, result.err) == (
         2,
@@ -197,7 +197,7 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
     from prefect.blocks.system import Secret
     from prefect.client.orchestration import get_client
 
-    from peras.testing.fake_openai import FakeOpenAI, instant
+    from tests.support.fake_openai import FakeOpenAI, instant
 
     pool = f"peras-test-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()
@@ -295,7 +295,7 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
 
 @pytest.mark.integration
 def test_export_secret_without_a_block_keeps_the_environment(monkeypatch):
-    from peras.deploy_steps import export_secret
+    from cli.deploy_steps import export_secret
 
     monkeypatch.setenv("PERAS_TEST_KEY", "from-the-worker")
     assert export_secret(block=f"absent-{uuid.uuid4().hex[:8]}", env="PERAS_TEST_KEY") == {

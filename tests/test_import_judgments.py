@@ -11,7 +11,7 @@ import pytest
 from flows.import_judgments import import_judgments
 from peras.errors import InputError
 from peras.warehouse import open_migrated
-from tasks.imports import parse_judgment_file
+from tasks.import_judgments.tasks import parse_judgment_file
 from tests.helpers import run_cli, snapshot
 
 # the collection `tiny`: topic t1 with four judged passages, topic t2 with two

@@ -15,8 +15,8 @@ import pytest
 from flows.ingest import ingest
 from flows.judge import judge
 from peras.errors import CheckFailed
-from peras.testing.fake_openai import FakeOpenAI, Fault, instant
-from peras.testing.prefect_server import free_port
+from tests.support.fake_openai import FakeOpenAI, Fault, instant
+from tests.support.prefect_server import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -258,7 +258,7 @@ def judge_process(settings, model: str, port: int, run_name: str) -> subprocess.
         [
             sys.executable,
             "-m",
-            "peras.cli",
+            "cli.main",
             "judge",
             "sample",
             "--base-url",
@@ -285,7 +285,7 @@ def slow_server():
         [
             sys.executable,
             "-m",
-            "peras.testing.fake_openai",
+            "tests.support.fake_openai",
             "--port",
             str(port),
             "--models",

@@ -13,7 +13,7 @@ import pytest
 
 from flows.metrics import metrics
 from peras.warehouse import open_migrated
-from tasks.metrics import VIEWS
+from tasks.metrics.tasks import VIEWS
 from tests.helpers import run_cli
 from tests.metrics_fixtures import PERSONALITIES, Judgment, load_judgments
 

@@ -11,8 +11,8 @@ import pytest
 
 from peras.errors import InputError
 from peras.prompting import select_personalities
-from tasks.priming_judging import BatchConfig
-from tasks.priming_prompt import BatchParse, build_batch_messages, load_batch_prompt, parse_batch_answer
+from tasks.priming.judging import BatchConfig
+from tasks.priming.prompt import BatchParse, build_batch_messages, load_batch_prompt, parse_batch_answer
 
 pytestmark = pytest.mark.core
 

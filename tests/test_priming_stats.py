@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from peras.errors import UsageError
-from tasks.priming_draws import TopicPool, check_batch_settings, draw_trial, plan_batches
-from tasks.priming_stats import compute_priming_index, compute_priming_tests, paired_test
+from tasks.priming.draws import TopicPool, check_batch_settings, draw_trial, plan_batches
+from tasks.priming.stats import compute_priming_index, compute_priming_tests, paired_test
 
 pytestmark = pytest.mark.core
 

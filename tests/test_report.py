@@ -18,8 +18,8 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from flows.report import report
 from peras.sql import query_frame, run_sql
 from peras.warehouse import open_migrated
-from tasks.report import read_report_data, render_report
-from tasks.report_tables import PERSONALITY_ORDER, fmt
+from tasks.report.tables import PERSONALITY_ORDER, fmt
+from tasks.report.tasks import read_report_data, render_report
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
 from tests.metrics_fixtures import Judgment, load_judgments
@@ -126,7 +126,7 @@ def judged_sample(tmp_path_factory):
     from flows.ingest import ingest
     from flows.judge import judge
     from peras.settings import load_settings
-    from peras.testing.fake_openai import FakeOpenAI, instant
+    from tests.support.fake_openai import FakeOpenAI, instant
 
     root = tmp_path_factory.mktemp("judged")
     settings = load_settings(warehouse=root / "peras.duckdb", data_dir=SHARED_DATA, reports_dir=root / "reports")

@@ -1,0 +1,65 @@
+"""`peras demo`: the main job on embedded defaults (what the README's first command runs)."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from cli.common import settings_options
+from peras.settings import Settings
+
+
+@click.command()
+@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N sample pairs.")
+@click.option(
+    "--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Classifier trials."
+)
+@settings_options
+def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
+    """Run the whole chain on the shipped sample with the embedded local CPU model.
+
+    Ingest (with its quality gate), judge every pair under all eleven personalities with and without
+    chain-of-thought (label, then verbalized confidence), the metric views, the 50-trial classifier and the
+    HTML report.
+    Re-running resumes: nothing already judged is asked again.
+
+    \b
+    Example:
+        peras demo
+        peras demo --limit-pairs 8 --trials 5     # a quick look
+    """
+    from cli.commands.classify import print_table
+    from flows.demo import demo as demo_flow
+
+    settings.base_urls = []  # the demo always uses the embedded model
+    result = demo_flow(limit_pairs=limit_pairs, trials=trials, settings=settings)
+    judged = result["judged"]
+    console = Console()
+    console.print(f"ingest: {result['ingested']['collection_id']} {result['ingested']['status']}")
+    console.print(
+        f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments "
+        f"({judged['n_sent']:,} requests sent), {judged['n_failures']} parse failures"
+    )
+    table = Table(title="Agreement with the qrels and confidence reliability (per personality)")
+    for column in ("personality", "CoT", "n", "kappa", "QWK", "macro-F1", "HMR"):
+        table.add_column(column, justify="left" if column == "personality" else "right")
+    for row in result["headline"].iter_rows(named=True):
+        table.add_row(
+            row["personality"],
+            "with" if row["cot"] else "without",
+            str(row["n_scored"]),
+            *(_fmt(row[k]) for k in ("cohen_kappa", "qwk", "macro_f1", "hmr")),
+        )
+    console.print(table)
+    print_table(result["classify"])
+    console.print(f"report: {result['report'].path}")
+    console.print(f"warehouse: {settings.warehouse} (try: peras metrics --view all)")
+    console.print(f"done in {result['elapsed_s'] / 60:.1f} min")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+COMMANDS = [demo]

@@ -1,0 +1,43 @@
+"""`peras import-judgments`: a TREC qrels-style file of judgments made elsewhere becomes a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cli.common import settings_options
+from peras.settings import Settings
+
+
+@click.command(name="import-judgments")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--name", required=True, help="Run name (re-importing under it replaces the run).")
+@click.option("--collection", required=True, help="Ingested collection whose qrels the labels are scored against.")
+@click.option("--confidence-column", type=click.IntRange(min=5), metavar="N",
+              help="1-based column holding a 0-100 confidence (5 = right after the label).")
+@click.option("--model", help="Model that made the judgments, for the record [unknown].")
+@settings_options
+def import_judgments(settings: Settings, file: Path, name: str, collection: str, confidence_column: int | None,
+                     model: str | None) -> None:
+    """Import FILE (`query_id 0 doc_id label [confidence ...]`) as run NAME on an ingested collection.
+
+    The run joins every metric view as personality `default`, without CoT. Pairs of the file's topics that
+    the file misses, pairs the qrels lack, labels outside 0-3, bad confidences and repeated pairs are
+    reported (counts and first examples, also kept in import_reports); a line with the wrong number of
+    columns stops the import and changes nothing. The same file again is a no-op.
+
+    \b
+    Examples:
+        peras import-judgments ../shared/data/llmjudge/judge-runs/Olz-gpt4o.txt --name Olz-gpt4o --collection llmjudge
+        peras import-judgments mine.txt --name mine --collection dl19 --confidence-column 5 --model gpt-4o
+    """
+    from flows.import_judgments import import_judgments as import_flow
+    from tasks.import_judgments.tasks import describe_import
+
+    report = import_flow(path=str(file), name=name, collection=collection, confidence_column=confidence_column,
+                         model=model, settings=settings)
+    click.echo("\n".join(describe_import(report)))
+
+
+COMMANDS = [import_judgments]

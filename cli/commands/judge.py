@@ -1,0 +1,89 @@
+"""`peras judge`: run the judge flow against the embedded model or any OpenAI-compatible endpoint."""
+
+from __future__ import annotations
+
+import click
+
+from cli.common import endpoint_options, settings_options
+from peras.settings import Settings
+
+
+@click.command()
+@click.argument("collection")
+@click.option("--subset", help="Topic subset of the collection (e.g. balanced, dev, test).")
+@click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
+@click.option(
+    "--cot",
+    type=click.Choice(["both", "with", "without"]),
+    default="both",
+    show_default=True,
+    help="Chain-of-thought setting(s).",
+)
+@click.option(
+    "--confidence-method",
+    "methods",
+    multiple=True,
+    type=click.Choice(["verbalized", "logprob", "sampling"]),
+    help="Confidence method (repeatable); default verbalized.",
+)
+@click.option("--run-name", help="Name of the run (re-using a name resumes it).")
+@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")
+@click.option(
+    "--n-samples",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Answers per item for the sampling method.",
+)
+@click.option(
+    "--chunk-size", type=click.IntRange(min=1), default=256, show_default=True, help="Items per Prefect task."
+)
+@endpoint_options
+@settings_options
+def judge(
+    settings: Settings,
+    collection: str,
+    subset: str | None,
+    personalities: tuple[str, ...],
+    cot: str,
+    methods: tuple[str, ...],
+    run_name: str | None,
+    limit_pairs: int | None,
+    backend: str | None,
+    n_samples: int,
+    chunk_size: int,
+) -> None:
+    """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
+
+    Without --base-url, the embedded llama.cpp model (CPU) is started and stopped by peras.
+
+    \b
+    Examples:
+        peras judge sample
+        peras judge dl19 --subset balanced --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
+        peras judge llmjudge --subset test --personality default --personality HA --cot without
+    """
+    from flows.judge import judge as judge_flow
+
+    cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
+    result = judge_flow(
+        collection=collection,
+        subset=subset,
+        personalities=list(personalities) or None,
+        cot=cot_settings,
+        confidence_methods=list(methods) or None,
+        run_name=run_name,
+        limit_pairs=limit_pairs,
+        chunk_size=chunk_size,
+        n_samples=n_samples,
+        backend=backend,
+        settings=settings,
+    )
+    click.echo(
+        f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
+        f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
+        f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}"
+    )
+
+
+COMMANDS = [judge]

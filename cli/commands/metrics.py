@@ -1,0 +1,83 @@
+"""`peras metrics`: read the metric views (agreement, reliability, calibration, ...) as tables, CSV or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+import polars as pl
+from rich.console import Console
+from rich.table import Table
+
+from cli.common import settings_options
+from peras.errors import UsageError
+from peras.settings import Settings
+
+VIEW_CHOICES = ["all", "agreement", "reliability", "calibration", "thresholds", "comparison", "oracle",
+                "confusion", "calibration-bins", "threshold-curve"]
+
+
+@click.command()
+@click.option("--run", help="Only this run (its name).")
+@click.option("--collection", help="Only runs on this collection.")
+@click.option("--cot/--no-cot", default=None, help="Only judgments made with / without chain-of-thought.")
+@click.option("--view", "views", multiple=True, type=click.Choice(VIEW_CHOICES), default=["all"],
+              show_default=True, help="Metric view (repeatable); all = the six headline views.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--output", type=click.Path(path_type=Path),
+              help="Write here instead of the terminal (csv with several views: a directory, one file each).")
+@settings_options
+def metrics(settings: Settings, run: str | None, collection: str | None, cot: bool | None,
+            views: tuple[str, ...], fmt: str, output: Path | None) -> None:
+    """Agreement, confidence reliability, calibration and thresholds of every judge group.
+
+    A group is a run x personality x CoT setting x confidence method; every number comes from the SQL
+    views in sql/metrics (see docs/metrics.md). Parse failures are counted, never scored.
+
+    \b
+    Examples:
+        peras metrics                                    # headline views as tables
+        peras metrics --run Olz-gpt4o --view agreement
+        peras metrics --collection llmjudge --view oracle --format csv --output oracle.csv
+        peras metrics --format json --output metrics.json
+    """
+    from flows.metrics import metrics as metrics_flow
+    from tasks.metrics.tasks import metrics_json, write_metrics
+
+    if fmt == "csv" and output is None and len(_expand(views)) > 1:
+        raise UsageError("--format csv prints one view: name it with --view, or give --output DIR for several")
+    frames = metrics_flow(views=list(views), run=run, collection=collection, cot=cot, settings=settings)
+    if output is not None:
+        for path in write_metrics.fn(frames, fmt if fmt != "table" else "csv", output):
+            click.echo(f"wrote {path}")
+    elif fmt == "json":
+        click.echo(metrics_json(frames))
+    elif fmt == "csv":
+        click.echo(next(iter(frames.values())).write_csv(), nl=False)
+    else:
+        print_tables(frames)
+
+
+def _expand(views: tuple[str, ...]) -> list[str]:
+    from tasks.metrics.tasks import resolve_views
+
+    return resolve_views(list(views))
+
+
+def print_tables(frames: dict[str, pl.DataFrame]) -> None:
+    """Each view as a rich table of its display columns."""
+    from tasks.metrics.tasks import VIEWS, display_frame, format_value
+
+    console = Console(width=max(Console().width, 120))
+    for name, frame in frames.items():
+        shown = display_frame(name, frame)
+        table = Table(title=f"{name} ({VIEWS[name]}, {frame.height} rows)", title_justify="left")
+        for column in shown.columns:
+            numeric = shown.schema[column].is_numeric()
+            table.add_column(column, justify="right" if numeric else "left", overflow="fold")
+        for row in shown.iter_rows():
+            table.add_row(*(format_value(value) for value in row))
+        console.print(table)
+
+
+COMMANDS = [metrics]

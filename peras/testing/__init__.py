@@ -1,1 +1,0 @@
-"""Fixtures for tests and benchmarks: a scripted OpenAI-compatible server on loopback."""

@@ -1,0 +1,157 @@
+"""Metrics tasks: read metric views (once per read, from one snapshot of the cells), write them, describe them."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+
+from peras.errors import UsageError
+from peras.settings import Settings
+from peras.sql import load_sql, run_sql
+from peras.warehouse import connect, open_migrated
+
+# what --view names -> the SQL view it reads (sql/metrics/<view>.sql)
+VIEWS = {
+    "agreement": "metrics_agreement",
+    "reliability": "metrics_reliability",
+    "calibration": "metrics_calibration",
+    "thresholds": "metrics_thresholds",
+    "comparison": "metrics_vs_default",
+    "oracle": "metrics_oracle",
+    "confusion": "metrics_confusion",
+    "calibration_bins": "metrics_calibration_bins",
+    "threshold_curve": "metrics_threshold_curve",
+}
+HEADLINE_VIEWS = ["agreement", "reliability", "calibration", "thresholds", "comparison", "oracle"]
+GROUP_COLUMNS = ["run_name", "collection_id", "subset_name", "model", "personality", "cot", "confidence_method"]
+# the columns a terminal table shows (csv and json carry every column)
+DISPLAY_COLUMNS = {
+    "agreement": ["n_scored", "n_label_failures", "accuracy", "cohen_kappa", "qwk", "macro_f1",
+                  "krippendorff_alpha"],
+    "reliability": ["n_scored_confidence", "n_confidence_missing", "overconfidence", "underconfidence", "ro", "ru",
+                    "hmr"],
+    "calibration": ["n_scored_confidence", "ece", "ace", "mce", "brier", "nll", "th_score"],
+    "thresholds": ["n_confident", "accuracy_confident", "coverage_confident", "n_unconfident",
+                   "accuracy_unconfident"],
+    "comparison": ["metric", "value", "default_value", "delta", "is_better"],
+    "oracle": ["metric", "best_personality", "best_value", "default_value", "delta_vs_default", "n_tied"],
+    "confusion": ["relevance", "label", "n_judgments"],
+    "calibration_bins": ["bin", "n_judgments", "mean_p", "accuracy", "gap"],
+    "threshold_curve": ["threshold", "n_covered", "coverage", "accuracy"],
+}
+
+
+def resolve_views(names: list[str]) -> list[str]:
+    """`all` means the six headline views; any other name must be a key of VIEWS."""
+    chosen: list[str] = []
+    for name in names:
+        key = name.replace("-", "_")
+        if key not in VIEWS and key != "all":
+            raise UsageError(f"unknown metric view {name!r}: choose from all, {', '.join(VIEWS)}")
+        chosen.extend(HEADLINE_VIEWS if key == "all" else [key])
+    return list(dict.fromkeys(chosen))
+
+
+@task
+def refresh_views(settings: Settings) -> None:
+    """Migrate the warehouse, which (re)creates every view and metric macro from sql/."""
+    with open_migrated(settings.warehouse):
+        pass
+
+
+@task
+def read_metrics(
+    settings: Settings, views: list[str], run: str | None, collection: str | None, cot: bool | None
+) -> dict[str, pl.DataFrame]:
+    """Each chosen view as a frame, for the runs/collection/CoT setting asked for; the judgments are read once."""
+    filters = {"run_name": run, "collection_id": collection, "cot": cot}
+    with connect(settings.warehouse) as con:  # refresh_views has migrated it
+        run_sql(con, "metrics/snapshot_cells", filters)
+        if run_sql(con, "metrics/count_snapshot").fetchall()[0][0] == 0:
+            raise UsageError(_nothing_matches(con, run, collection, cot))
+        if {"comparison", "oracle"} & set(views):
+            run_sql(con, "metrics/snapshot_long")
+        return {name: con.sql(load_sql(f"metrics/select_{name}")).pl() for name in views}
+
+
+def _nothing_matches(con: Any, run: str | None, collection: str | None, cot: bool | None) -> str:
+    runs = run_sql(con, "metrics/select_run_names").fetchall()
+    if not runs:
+        return "no judgments in the warehouse yet: run `peras judge` or `peras import-judgments` first"
+    asked = ", ".join(f"{k} {v!r}" for k, v in (("run", run), ("collection", collection), ("cot", cot))
+                      if v is not None)
+    names = ", ".join(sorted({name for name, _ in runs})[:10])
+    collections = ", ".join(sorted({coll for _, coll in runs}))
+    known = f"runs are {names}{' ...' if len(runs) > 10 else ''}; collections {collections}"
+    if not asked:  # judgments exist, but none of a published run on a pair of its collection's qrels
+        return f"no judgments of a published run match the qrels of their collection: {known}"
+    return f"no judgments for {asked}: {known}"
+
+
+@task
+def write_metrics(frames: dict[str, pl.DataFrame], fmt: str, output: Path) -> list[Path]:
+    """Write csv (one file per view; a directory when there are several) or json (one file); return paths."""
+    if fmt == "json":
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(metrics_json(frames) + "\n", encoding="utf-8")
+        return [output]
+    if len(frames) == 1:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        next(iter(frames.values())).write_csv(output)
+        return [output]
+    output.mkdir(parents=True, exist_ok=True)
+    paths = [output / f"{name}.csv" for name in frames]
+    for path, frame in zip(paths, frames.values(), strict=True):
+        frame.write_csv(path)
+    return paths
+
+
+def metrics_json(frames: dict[str, pl.DataFrame]) -> str:
+    """One view: a list of records; several: {view: [records]}. NaN never appears (SQL nulls are null)."""
+    records = {name: frame.to_dicts() for name, frame in frames.items()}
+    body: Any = next(iter(records.values())) if len(records) == 1 else records
+    return json.dumps(body, indent=2, default=str)
+
+
+def display_frame(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """The columns worth a terminal: group columns that vary, then the view's main numbers."""
+    varying = [c for c in GROUP_COLUMNS if c in frame.columns and (c in ("run_name", "personality", "cot")
+                                                                    or frame[c].n_unique() > 1)]
+    if name == "oracle":
+        varying = [c for c in varying if c != "personality"]
+    return frame.select(varying + DISPLAY_COLUMNS[name])
+
+
+def format_value(value: Any) -> str:
+    """Numbers to 4 decimals, null as an empty cell."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def markdown_table(name: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
+    """A view as a markdown table (the display columns, at most max_rows rows)."""
+    shown = display_frame(name, frame)
+    lines = [f"## {name} ({VIEWS[name]}, {frame.height} rows)", "",
+             "| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
+    for row in shown.head(max_rows).iter_rows():
+        lines.append("| " + " | ".join(format_value(v) for v in row) + " |")
+    if frame.height > max_rows:
+        lines.append(f"\n... {frame.height - max_rows} more rows: `peras metrics --view {name} --format csv`")
+    return "\n".join(lines)
+
+
+@task
+def publish_metrics_artifact(frames: dict[str, pl.DataFrame]) -> None:
+    """Every view read, as markdown tables in one artifact of the flow run."""
+    body = "\n\n".join(markdown_table(name, frame) for name, frame in frames.items())
+    create_markdown_artifact(markdown=f"# PERAS metrics\n\n{body}", key="metrics",
+                             description=", ".join(frames))

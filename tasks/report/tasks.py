@@ -1,0 +1,273 @@
+"""Report tasks: read the metric views for some runs once, draw the figures, render one self-contained HTML file."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import polars as pl
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from peras.errors import UsageError
+from peras.settings import Settings
+from peras.sql import query_frame, run_sql
+from peras.warehouse import now, open_migrated
+from tasks.report import charts
+from tasks.report.tables import (
+    AGREEMENT_METRICS,
+    RELIABILITY_METRICS,
+    ClassifierTable,
+    Setting,
+    classifier_tables,
+    fmt,
+    fmt_count,
+    frame_table,
+    metric_tables,
+    order_personalities,
+    settings_of,
+)
+
+TEMPLATES_DIR = Path(__file__).resolve().parent
+FIGURES_DIR = "figures"  # beside report.html
+FIGURE_NAMES = (
+    "radar-agreement-",
+    "radar-reliability-",
+    "kappa-personalities-",
+    "confidence-by-label-",
+    "reliability-",
+)
+CONFIDENCE_PERSONALITIES = ["default", "HA", "LA", "HN", "LN"]  # Figure 3's bars unless --personality is given
+PRIMING_VIEWS = ["priming_index", "priming_personality"]  # sql/priming/views/priming_*.sql
+PRIMING_MAX_ROWS = 100
+READS = ["failures", "table_metrics", "personality_kappa", "confidence_by_relevance", "calibration_bins", "classifier"]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows, read from one snapshot of the warehouse."""
+
+    runs: pl.DataFrame
+    failures: pl.DataFrame
+    table_metrics: pl.DataFrame
+    personality_kappa: pl.DataFrame
+    confidence_by_relevance: pl.DataFrame
+    calibration_bins: pl.DataFrame
+    classifier: pl.DataFrame
+    priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
+
+    @property
+    def settings(self) -> list[Setting]:
+        return settings_of(self.table_metrics)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One PNG of the report: which section and setting it belongs to, and where it was written."""
+
+    section: str
+    setting: str
+    title: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """What `peras report` prints."""
+
+    path: Path
+    figures_dir: Path
+    n_runs: int
+    n_settings: int
+    n_figures: int
+    n_bytes: int
+
+
+@task(cache_policy=NO_CACHE)
+def read_report_data(settings: Settings, runs: list[str] | None, collection: str | None) -> ReportData:
+    """The report's reads (sql/report/*.sql) for the runs and collection asked for, from one snapshot of the cells.
+
+    No retries: the connection already waits for another process's write lock, and a usage error stays one.
+    """
+    with open_migrated(settings.warehouse) as con:
+        run_sql(con, "report/snapshot_cells", {"run_names": runs or None, "collection_id": collection})
+        found = query_frame(con, "report/select_runs")
+        missing = sorted(set(runs or []) - set(found["run_name"].to_list()))
+        if missing or found.height == 0:
+            raise UsageError(_nothing_matches(con, missing, collection))
+        run_sql(con, "report/snapshot_long")
+        frames = {name: query_frame(con, f"report/select_{name}") for name in READS}
+        views = query_frame(con, "report/select_priming_views", {"view_names": PRIMING_VIEWS})["view_name"].to_list()
+        priming = {name: _view_rows(con, name, collection) for name in views}
+    return ReportData(runs=found, **frames, priming_views={name: rows for name, rows in priming.items() if rows[1]})
+
+
+def _view_rows(con: Any, name: str, collection: str | None) -> tuple[pl.DataFrame, int]:
+    """A view's first PRIMING_MAX_ROWS rows, and how many it gave (one more is asked for, to tell there are more)."""
+    params = {"view_name": name, "collection_id": collection, "max_rows": PRIMING_MAX_ROWS + 1}
+    frame = query_frame(con, "report/select_view_rows", params)
+    return frame.head(PRIMING_MAX_ROWS), frame.height
+
+
+def _nothing_matches(con: Any, missing: list[str], collection: str | None) -> str:
+    known = run_sql(con, "metrics/select_run_names").fetchall()
+    if not known:
+        return "no judgments in the warehouse yet: run `peras judge` or `peras import-judgments` first"
+    names = ", ".join(sorted({name for name, _ in known}))
+    where = f" on collection {collection!r}" if collection else ""
+    what = f"no judgments for run {', '.join(map(repr, missing))}" if missing else "no judgments"
+    return f"{what}{where}: runs with judgments are {names}"
+
+
+@task(cache_policy=NO_CACHE)
+def draw_figures(data: ReportData, figures_dir: Path, confidence_personalities: list[str]) -> list[Figure]:
+    """Every figure of every setting as a PNG in figures_dir, after removing an earlier report's PNGs from it."""
+    for old in figures_dir.glob("*.png"):
+        if old.name.startswith(FIGURE_NAMES):
+            old.unlink()
+    figures: list[Figure] = []
+    for setting in data.settings:
+        figures += _setting_figures(data, setting, figures_dir, confidence_personalities)
+    return figures
+
+
+def _setting_figures(data: ReportData, s: Setting, out: Path, chosen: list[str]) -> list[Figure]:
+    """The radars (3+ personalities), the personality kappa heatmap (2+) and, with confidences, Figure 3 and the
+    reliability diagrams: a radar over fewer axes, or a 1 x 1 heatmap, shows nothing."""
+    metrics = s.rows(data.table_metrics)
+    personalities = order_personalities(set(metrics["personality"].to_list()))
+    has_confidence = bool(metrics.filter(pl.col("metric").is_in(RELIABILITY_METRICS))["value"].is_not_null().any())
+    confidence = s.rows(data.confidence_by_relevance)
+    shown = [p for p in chosen if p in set(confidence["personality"].to_list())]
+    ece = {r["personality"]: r["value"] for r in metrics.filter(pl.col("metric") == "ece").iter_rows(named=True)}
+    many, kappa, bins = len(personalities) >= 3, s.rows(data.personality_kappa), s.rows(data.calibration_bins)
+    plan: list[tuple[bool, str, str, str, Callable[..., Path], tuple[Any, ...]]] = [
+        # (draw it?, section, title, file name, function, its data arguments)
+        (
+            many,
+            "radar",
+            "Kappa, QWK, F1",
+            "radar-agreement",
+            charts.draw_radar,
+            (metrics, personalities, AGREEMENT_METRICS),
+        ),
+        (
+            many and has_confidence,
+            "radar",
+            "RO, RU, HMR",
+            "radar-reliability",
+            charts.draw_radar,
+            (metrics, personalities, RELIABILITY_METRICS),
+        ),
+        (
+            len(personalities) >= 2,
+            "kappa",
+            "Cohen's kappa between personalities",
+            "kappa-personalities",
+            charts.draw_kappa_heatmap,
+            (kappa, personalities),
+        ),
+        (
+            has_confidence and bool(shown),
+            "confidence",
+            "Mean confidence by relevance",
+            "confidence-by-label",
+            charts.draw_confidence_bars,
+            (confidence, shown),
+        ),
+        (
+            has_confidence,
+            "calibration",
+            "Reliability diagrams",
+            "reliability",
+            charts.draw_reliability_diagrams,
+            (bins, ece, personalities),
+        ),
+    ]
+    return [
+        Figure(
+            section, s.label, f"{title} · {s.label}", draw(*args, f"{title} · {s.label}", out / f"{stem}-{s.slug}.png")
+        )
+        for wanted, section, title, stem, draw, args in plan
+        if wanted
+    ]
+
+
+@task(cache_policy=NO_CACHE)
+def find_priming_plots(priming_dir: Path) -> list[Path]:
+    """The PNGs the priming flow wrote, in name order (none: the report says there are no priming runs yet)."""
+    return sorted(priming_dir.rglob("*.png")) if priming_dir.is_dir() else []
+
+
+def data_uri(path: Path) -> str:
+    """A PNG as a data: URI, so the HTML file needs nothing beside it."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+@task(cache_policy=NO_CACHE)
+def render_report(data: ReportData, figures: list[Figure], priming_plots: list[Path], filters: dict[str, Any]) -> str:
+    """The report as one HTML page (tasks/report/report.html.j2), every image inlined."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["num"] = fmt
+    environment.filters["count"] = fmt_count
+    environment.filters["data_uri"] = data_uri
+    context = {
+        "generated_at": now(),
+        "filters": filters,
+        "runs": data.runs.to_dicts(),
+        "failures": data.failures.to_dicts(),
+        "agreement_tables": metric_tables(data.table_metrics, AGREEMENT_METRICS),
+        "reliability_tables": metric_tables(data.table_metrics, RELIABILITY_METRICS),
+        "figures": {
+            section: [f for f in figures if f.section == section]
+            for section in ("radar", "kappa", "confidence", "calibration")
+        },
+        "classifier_tables": _classifier_tables(data.classifier),
+        "priming_plots": priming_plots,
+        "priming_tables": [frame_table(name, frame, n) for name, (frame, n) in data.priming_views.items()],
+        "n_judgments": int(data.runs["n_judgments"].sum()),
+        "n_settings": len(data.settings),
+    }
+    return environment.get_template("report.html.j2").render(**context)
+
+
+def _classifier_tables(summary: pl.DataFrame) -> list[ClassifierTable]:
+    """Table 5 per classify run, learners named as `peras classify` names them."""
+    if summary.height == 0:
+        return []
+    from tasks.classify.tasks import TITLES  # imports the learners (seconds): only when there is something to name
+
+    return classifier_tables(summary, TITLES)
+
+
+@task(cache_policy=NO_CACHE)
+def write_report(html: str, path: Path, data: ReportData, figures: list[Figure]) -> ReportSummary:
+    """Write the HTML file beside its figures/ folder; return where it is and what it holds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(html, encoding="utf-8")
+    n_runs, n_settings = data.runs.height, len(data.settings)
+    return ReportSummary(path, path.parent / FIGURES_DIR, n_runs, n_settings, len(figures), path.stat().st_size)
+
+
+@task(cache_policy=NO_CACHE)
+def publish_report_artifact(summary: ReportSummary) -> None:
+    """Where the report was written, as a markdown artifact on the flow run."""
+    create_markdown_artifact(
+        markdown=(
+            f"# PERAS report\n\n`{summary.path}` ({summary.n_bytes:,} bytes): {summary.n_runs} runs, "
+            f"{summary.n_settings} settings, {summary.n_figures} figures (PNGs in `{summary.figures_dir}`)."
+        ),
+        key="report",
+        description="peras report",
+    )

@@ -1,0 +1,300 @@
+"""A scripted OpenAI-compatible HTTP server on loopback: a fixture for tests and benchmarks, not a model.
+
+    with FakeOpenAI(script(["2", Fault(500), "3"])) as server:
+        client = LLMClient([server.base_url], "fake-model", ...)
+        ...
+        assert server.requests[0].body["messages"] == expected
+
+Endpoints: GET /v1/models and POST /v1/chat/completions, over the bare HTTP/1.1 of `http_server.py`
+(several thousand requests per second on two cores).
+
+A responder is a callable `responder(request_json) -> reply`, run on the server's event loop. A reply is:
+- a `str`: one choice with that text (repeated `n` times when the request asks for `n` choices);
+- a `list[str]`: one choice per text;
+- a `Reply`: texts plus a delay, finish reason, explicit logprobs, usage or extra top-level fields;
+- a `Fault`: an HTTP error status (with Retry-After and body), a delay, or a dropped connection.
+
+Standalone, for benchmarks: `python -m tests.support.fake_openai --port 8999` serves the "instant"
+responder until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import subprocess
+import sys
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from peras.paths import PROJECT_ROOT
+from tests.support.http_server import LoopbackHTTPServer, http_response
+
+DEFAULT_MODEL = "fake-model"
+_LABEL_SHARES = (0.7, 0.1, 0.1, 0.1)  # synthetic top-logprobs: the answer, then the other labels
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A successful answer with everything a test may want to control."""
+
+    texts: str | list[str]
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+    logprobs: list[list[dict[str, Any]]] | None = None  # per choice: logprobs.content
+    usage: dict[str, Any] | None = None
+    extra: dict[str, Any] | None = None  # merged into the response, e.g. llama.cpp's "timings"
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """An HTTP error `status` (optional Retry-After, body) after `delay_s`; or, with `drop`, no answer."""
+
+    status: int = 500
+    retry_after: str | float | None = None
+    body: dict[str, Any] | str | None = None
+    delay_s: float = 0.0
+    drop: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    received_at: float
+
+
+Responder = Callable[[dict[str, Any]], "str | list[str] | Reply | Fault"]
+
+
+def instant(request: dict[str, Any]) -> str | list[str]:
+    """Stable varied answers: a label 0-3 for label prompts, a confidence 50-100 for confidence prompts.
+
+    The answer is a CRC32 of the last message, so the same prompt always gets the same answer, across runs
+    and processes; choice i of n hashes the prompt with i appended.
+    """
+    messages = request.get("messages") or [{}]
+    content = str(messages[-1].get("content", "")).encode("utf-8")
+    is_confidence = b"please give a confidence score" in content
+    texts = []
+    for i in range(int(request.get("n") or 1)):
+        digest = zlib.crc32(content + (b"#%d" % i if i else b""))
+        texts.append(str(50 + digest % 51) if is_confidence else str(digest % 4))
+    return texts if len(texts) > 1 else texts[0]
+
+
+def script(replies: Iterable[str | list[str] | Reply | Fault]) -> Responder:
+    """A responder that answers with `replies` in order, then a 500 saying the script ran out."""
+    queue = deque(replies)
+
+    def respond(request: dict[str, Any]) -> str | list[str] | Reply | Fault:
+        if not queue:
+            return Fault(500, body={"error": {"message": "fake server script exhausted", "type": "fake"}})
+        return queue.popleft()
+
+    return respond
+
+
+class FakeOpenAI:
+    """The server in a background thread with its own event loop; a context manager."""
+
+    def __init__(
+        self,
+        responder: Responder = instant,
+        *,
+        models: Iterable[str] = (DEFAULT_MODEL,),
+        port: int = 0,
+        record: bool = True,
+    ) -> None:
+        self.responder = responder
+        self.models = list(models)
+        self.record = record
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._http = LoopbackHTTPServer(self.handle, port)
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client, ending in /v1."""
+        return f"http://127.0.0.1:{self._http.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """The recorded POST /v1/chat/completions requests."""
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def reset(self) -> None:
+        """Forget recorded requests and the concurrency peak."""
+        self.requests.clear()
+        self.peak_in_flight = self.in_flight
+
+    def __enter__(self) -> FakeOpenAI:
+        self._http.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.__exit__(*exc)
+
+    async def serve_forever(self, ready: Callable[[str], None] = print) -> None:
+        """Serve in the running loop until cancelled; `ready` gets the base URL once listening."""
+        listener = await self._http.start()
+        ready(self.base_url)
+        async with listener:
+            await listener.serve_forever()
+
+    # Request handling, on the server's loop.
+
+    async def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[bytes, bool]:
+        """The full HTTP response for one request, and whether to drop the connection instead."""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            return http_response(
+                400, {"error": {"message": "body is not JSON", "type": "invalid_request_error"}}
+            ), False
+        if self.record:
+            self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
+        route = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and route in ("/v1/models", "/models"):
+            data = [{"id": m, "object": "model", "created": 0, "owned_by": "peras-fake"} for m in self.models]
+            return http_response(200, {"object": "list", "data": data}), False
+        if method != "POST" or route not in ("/v1/chat/completions", "/chat/completions"):
+            return http_response(
+                404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}
+            ), False
+        if not isinstance(body, dict) or body.get("model") not in self.models:
+            model = body.get("model") if isinstance(body, dict) else None
+            message = f"The model `{model}` does not exist."
+            return http_response(
+                404, {"error": {"message": message, "type": "NotFoundError", "code": 404}}
+            ), False
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            return await self._chat(body)
+        finally:
+            self.in_flight -= 1
+
+    async def _chat(self, request: dict[str, Any]) -> tuple[bytes, bool]:
+        try:
+            reply = self.responder(request)
+        except Exception as exc:  # a broken responder is a test bug: show it to the client
+            return http_response(
+                500, {"error": {"message": f"responder failed: {exc!r}", "type": "fake"}}
+            ), False
+        if isinstance(reply, Fault):
+            if reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            if reply.drop:
+                return b"", True
+            headers = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
+            body = reply.body or {"error": {"message": f"fake fault {reply.status}", "type": "fake"}}
+            return http_response(reply.status, body, headers), False
+        if not isinstance(reply, Reply):
+            reply = Reply(reply)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
+        return http_response(200, _completion(request, reply)), False
+
+
+def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    """The chat.completion object for a reply, with logprobs when the request asked for them."""
+    n = int(request.get("n") or 1)
+    texts = [reply.texts] * n if isinstance(reply.texts, str) else list(reply.texts)
+    top_n = int(request.get("top_logprobs") or 0)
+    choices = []
+    for i, text in enumerate(texts):
+        choice: dict[str, Any] = {
+            "index": i,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": reply.finish_reason,
+            "logprobs": None,
+        }
+        if request.get("logprobs"):
+            content = reply.logprobs[i] if reply.logprobs is not None else _synthetic_logprobs(text, top_n)
+            choice["logprobs"] = {"content": content}
+        choices.append(choice)
+    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in request.get("messages", []))
+    completion_tokens = sum(max(1, len(t.split())) for t in texts)
+    usage = reply.usage or {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    response = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model"),
+        "choices": choices,
+        "usage": usage,
+    }
+    return {**response, **(reply.extra or {})}
+
+
+def _synthetic_logprobs(text: str, top_n: int) -> list[dict[str, Any]]:
+    """One token for the whole text; for a label digit the other labels follow it in the top list."""
+    chosen = {"token": text, "logprob": math.log(_LABEL_SHARES[0]), "bytes": None}
+    top = [dict(chosen)]
+    if text in ("0", "1", "2", "3"):
+        others = [str(k) for k in range(4) if str(k) != text]
+        top += [
+            {"token": t, "logprob": math.log(p), "bytes": None}
+            for t, p in zip(others, _LABEL_SHARES[1:], strict=True)
+        ]
+    return [{**chosen, "top_logprobs": top[:top_n]}]
+
+
+@contextlib.contextmanager
+def fake_openai_process(port: int = 0, model: str = DEFAULT_MODEL) -> Iterator[str]:
+    """The "instant" server in a child process (its own GIL, for benchmarks); yields the base URL."""
+    command = [sys.executable, "-m", "tests.support.fake_openai", "--port", str(port), "--model", model]
+    # Run from the directory holding the package, so it imports whether installed or checked out.
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT) as process:
+        try:
+            line = process.stdout.readline() if process.stdout else ""
+            if not line.startswith("http://"):
+                raise RuntimeError(f"fake OpenAI server did not start: {line!r}")
+            yield line.strip()
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def _delayed(delay_s: float) -> Responder:
+    """The instant responder, answering after `delay_s` (the server stays concurrent meanwhile)."""
+
+    def respond(request: dict[str, Any]) -> Reply:
+        return Reply(instant(request), delay_s=delay_s)
+
+    return respond
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the "instant" responder until interrupted; print the base URL first."""
+    parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (instant responder).")
+    parser.add_argument("--port", type=int, default=8999, help="0 picks a free port")
+    parser.add_argument("--model", "--models", dest="models", nargs="+", default=[DEFAULT_MODEL],
+                        help="model name(s) served")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer (a slow model)")
+    args = parser.parse_args(argv)
+    responder = instant if not args.delay else _delayed(args.delay)
+    server = FakeOpenAI(responder, models=args.models, port=args.port, record=False)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_forever(lambda url: print(url, flush=True)))
+
+
+if __name__ == "__main__":
+    main()
