@@ -19,6 +19,7 @@ import polars as pl
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, cohen_kappa_score, confusion_matrix, f1_score
 
+from peras.prompting import CANONICAL_ORDER
 from peras.warehouse import migrate
 
 GROUP_KEYS = ["run_id", "personality", "cot", "confidence_method"]
@@ -85,7 +86,7 @@ def clear_judgments(con: duckdb.DuckDBPyConnection) -> None:
 
 # ------------------------------------------------------------------------------------- groups of judgments
 
-PERSONALITIES = ["default", "HA", "LA", "HC", "LC", "HE", "LE", "HN", "LN", "HO", "LO"]
+PERSONALITIES = list(CANONICAL_ORDER)
 Cell = tuple[int, int | None, float | None]  # relevance, label (None: parse failure), confidence (None: missing)
 
 

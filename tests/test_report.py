@@ -16,9 +16,10 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
 from flows.report import report
+from peras.prompting import CANONICAL_ORDER
 from peras.sql import query_frame, run_sql
 from peras.warehouse import open_migrated
-from tasks.report.tables import PERSONALITY_ORDER, fmt
+from tasks.report.tables import fmt
 from tasks.report.tasks import read_report_data, render_report
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
@@ -179,8 +180,8 @@ def test_report_of_the_judged_sample(judged_sample, tmp_path):
     ]
 
     agreement, reliability = page.table("agreement"), page.table("reliability")
-    assert [row[0]["text"] for row in agreement] == PERSONALITY_ORDER
-    assert [row[0]["text"] for row in reliability] == PERSONALITY_ORDER
+    assert [row[0]["text"] for row in agreement] == list(CANONICAL_ORDER)
+    assert [row[0]["text"] for row in reliability] == list(CANONICAL_ORDER)
     assert {len(row) for row in agreement + reliability} == {1 + 2 * 3}
 
     # highlighted cells are exactly the view's is_better rows: column = setting (no CoT, CoT) x metric
@@ -401,7 +402,7 @@ def test_empty_warehouse_is_a_usage_error(settings, tmp_path, capsys):
 @pytest.mark.integration
 def test_personality_kappa_is_cohens_kappa_of_the_two_label_lists(constructed):
     with open_migrated(constructed.warehouse) as con:
-        run_sql(con, "report/snapshot_cells", {"run_names": None, "collection_id": None})
+        run_sql(con, "metrics/snapshot_cells", {"run_names": None, "collection_id": None, "cot": None})
         frame = query_frame(con, "report/select_personality_kappa")
     kappa = {
         (r["run_name"], r["personality_a"], r["personality_b"]): (r["n_pairs"], r["cohen_kappa"])

@@ -2,7 +2,7 @@
 -- feature set), the mean and SD over trials of kappa, QWK and macro-F1 of every learner (clf_summary).
 with report_runs as (
     select list(distinct run_name) as run_names
-    from report_cells
+    from metric_cells_snapshot
 ),
 
 classify_runs as (

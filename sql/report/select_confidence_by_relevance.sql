@@ -1,7 +1,7 @@
 -- Mean confidence per human relevance level (the study's Figure 3), per run, setting and personality, over the
 -- judgments that have a label and a confidence (what every confidence metric scores).
 with cells as (
-    select * from report_cells
+    select * from metric_cells_snapshot
     where label is not null and confidence is not null
 ),
 

@@ -2,7 +2,7 @@
 -- share any one personality had (the judge gate's threshold applies per personality). n_confidence_missing is
 -- null for confidence method 'none', which asks for no confidence.
 with groups as (
-    select * from groups_from(cells := 'report_cells')
+    select * from groups_from(cells := 'metric_cells_snapshot')
 ),
 
 final as (

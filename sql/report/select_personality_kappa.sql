@@ -6,7 +6,7 @@
 -- Pairs come from stg_judgment_facts, like every metric: only pairs in the qrels count.
 with runs as (
     select distinct run_id, run_name, collection_id, model
-    from report_cells
+    from metric_cells_snapshot
 ),
 
 facts as (

@@ -2,7 +2,7 @@
 -- n_label_failures: no usable label (never scored); n_confidence_missing: a label but no confidence, counted
 -- over the settings that ask for one (null when none does: imports without confidences, method 'none').
 with groups as (
-    select * from groups_from(cells := 'report_cells')
+    select * from groups_from(cells := 'metric_cells_snapshot')
 ),
 
 runs as (

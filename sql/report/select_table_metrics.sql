@@ -4,7 +4,7 @@
 -- is_better: the metric beats default in its direction (false on a tie; null for default itself, for a null
 -- value, or when the run/setting has no default group).
 with long as (
-    select * from report_long
+    select * from metric_long_snapshot
     where metric in ('cohen_kappa', 'qwk', 'macro_f1', 'ro', 'ru', 'hmr', 'ece')
 ),
 

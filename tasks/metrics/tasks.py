@@ -70,7 +70,7 @@ def read_metrics(
     settings: Settings, views: list[str], run: str | None, collection: str | None, cot: bool | None
 ) -> dict[str, pl.DataFrame]:
     """Each chosen view as a frame, for the runs/collection/CoT setting asked for; the judgments are read once."""
-    filters = {"run_name": run, "collection_id": collection, "cot": cot}
+    filters = {"run_names": [run] if run else None, "collection_id": collection, "cot": cot}
     with connect(settings.warehouse) as con:  # refresh_views has migrated it
         run_sql(con, "metrics/snapshot_cells", filters)
         if run_sql(con, "metrics/count_snapshot").fetchall()[0][0] == 0:

@@ -17,8 +17,9 @@ from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 from matplotlib.ticker import MaxNLocator
 
+from peras.metric_names import metric_title
+
 DPI = 100
-METRIC_TITLES = {"cohen_kappa": "Kappa", "qwk": "QWK", "macro_f1": "Macro-F1", "ro": "RO", "ru": "RU", "hmr": "HMR"}
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -66,7 +67,7 @@ def draw_radar(
             linewidth=1.8,
             marker="o",
             markersize=4,
-            label=METRIC_TITLES.get(name, name),
+            label=metric_title(name),
         )
     ax.set_xticks(angles)
     ax.set_xticklabels(list(personalities), fontsize=10)

@@ -12,10 +12,11 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
-PERSONALITY_ORDER = ["default", "HA", "LA", "HC", "LC", "HE", "LE", "HN", "LN", "HO", "LO"]
+from peras.metric_names import CLASSIFIER_METRIC_TITLES, METRIC_TITLES
+from peras.prompting import CANONICAL_ORDER
+
 AGREEMENT_METRICS = ["cohen_kappa", "qwk", "macro_f1"]
 RELIABILITY_METRICS = ["ro", "ru", "hmr"]
-METRIC_TITLES = {"cohen_kappa": "Kappa", "qwk": "QWK", "macro_f1": "F1", "ro": "RO", "ru": "RU", "hmr": "HMR"}
 DASH = "–"
 
 
@@ -55,8 +56,8 @@ def settings_of(frame: pl.DataFrame) -> list[Setting]:
 
 def order_personalities(names: list[str] | set[str]) -> list[str]:
     """The study's order (default, then H/L per trait), then user-defined personalities alphabetically."""
-    known = [p for p in PERSONALITY_ORDER if p in names]
-    return known + sorted(set(names) - set(PERSONALITY_ORDER))
+    known = [p for p in CANONICAL_ORDER if p in names]
+    return known + sorted(set(names) - set(CANONICAL_ORDER))
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -145,7 +146,7 @@ class ClassifierTable:
     rows: list[tuple[str, list[Cell]]]
 
 
-CLASSIFIER_METRICS = ["kappa", "qwk", "f1"]
+CLASSIFIER_METRICS = list(CLASSIFIER_METRIC_TITLES)  # clf_summary column stems: kappa, qwk, f1
 
 
 def classifier_tables(summary: pl.DataFrame, titles: dict[str, str]) -> list[ClassifierTable]:

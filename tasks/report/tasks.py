@@ -15,6 +15,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import UsageError
+from peras.metric_names import CLASSIFIER_METRIC_TITLES
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated
@@ -95,12 +96,12 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
     No retries: the connection already waits for another process's write lock, and a usage error stays one.
     """
     with open_migrated(settings.warehouse) as con:
-        run_sql(con, "report/snapshot_cells", {"run_names": runs or None, "collection_id": collection})
+        run_sql(con, "metrics/snapshot_cells", {"run_names": runs or None, "collection_id": collection, "cot": None})
         found = query_frame(con, "report/select_runs")
         missing = sorted(set(runs or []) - set(found["run_name"].to_list()))
         if missing or found.height == 0:
             raise UsageError(_nothing_matches(con, missing, collection))
-        run_sql(con, "report/snapshot_long")
+        run_sql(con, "metrics/snapshot_long")
         frames = {name: query_frame(con, f"report/select_{name}") for name in READS}
         views = query_frame(con, "report/select_priming_views", {"view_names": PRIMING_VIEWS})["view_name"].to_list()
         priming = {name: _view_rows(con, name, collection) for name in views}
@@ -234,6 +235,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
             for section in ("radar", "kappa", "confidence", "calibration")
         },
         "classifier_tables": _classifier_tables(data.classifier),
+        "classifier_titles": list(CLASSIFIER_METRIC_TITLES.values()),
         "priming_plots": priming_plots,
         "priming_tables": [frame_table(name, frame, n) for name, (frame, n) in data.priming_views.items()],
         "n_judgments": int(data.runs["n_judgments"].sum()),

@@ -1,0 +1,38 @@
+"""What every metric is called where a reader sees it: tables, figures, artifacts, the terminal.
+
+The keys are the metric views' column names (sql/metrics); the classifier's summary (clf_summary) names three of
+them by shorter column stems, mapped here so that both print the same titles.
+"""
+
+from __future__ import annotations
+
+METRIC_TITLES = {
+    "accuracy": "Accuracy",
+    "cohen_kappa": "Kappa",
+    "qwk": "QWK",
+    "macro_f1": "Macro-F1",
+    "kappa_bin_0_123": "Kappa 0|123",
+    "kappa_bin_01_23": "Kappa 01|23",
+    "kappa_bin_012_3": "Kappa 012|3",
+    "krippendorff_alpha": "Krippendorff's alpha",
+    "ro": "RO",
+    "ru": "RU",
+    "hmr": "HMR",
+    "ece": "ECE",
+    "ace": "ACE",
+    "mce": "MCE",
+    "brier": "Brier",
+    "nll": "NLL",
+    "th_score": "TH-Score",
+    "accuracy_confident": "Accuracy (confident)",
+    "coverage_confident": "Coverage (confident)",
+}
+
+# clf_summary's column stems (kappa_mean, qwk_sd, f1_mean, ...) -> the metric they hold
+CLASSIFIER_METRICS = {"kappa": "cohen_kappa", "qwk": "qwk", "f1": "macro_f1"}
+CLASSIFIER_METRIC_TITLES = {stem: METRIC_TITLES[name] for stem, name in CLASSIFIER_METRICS.items()}
+
+
+def metric_title(name: str) -> str:
+    """A metric's title; a name without one (a user's own column) prints as it is."""
+    return METRIC_TITLES.get(name, name)
