@@ -68,7 +68,8 @@ def count_judgments(warehouse: Path, run_name: str) -> int:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         row = con.execute(
-            "select count(*) from judgments j join judge_runs r using (run_id) where r.run_name = ?", [run_name]
+            "select count(*) from judgments j join judge_runs r using (run_id) where r.run_name = $run_name",
+            {"run_name": run_name},
         ).fetchone()
         return int(row[0]) if row else 0
     finally:

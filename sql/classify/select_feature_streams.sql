@@ -14,7 +14,7 @@ streams as (
         has_confidence,
         count(*) as n_judgments
     from clf_feature_values
-    where collection_id = ?
+    where collection_id = $collection_id
     group by all
 ),
 

@@ -20,7 +20,7 @@ final as (
         and s.personality = v.personality
         and s.cot = v.cot
         and s.confidence_method = v.confidence_method
-    where v.collection_id = ?
+    where v.collection_id = $collection_id
 )
 
 select * from final

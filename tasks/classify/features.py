@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
 from peras.settings import Settings
-from peras.sql import load_sql
+from peras.sql import query_frame
 from peras.warehouse import open_migrated
 
 PERSONALITY_ORDER = ("default", "HA", "LA", "HC", "LC", "HE", "LE", "HN", "LN", "HO", "LO")
@@ -78,7 +78,7 @@ def list_feature_streams(settings: Settings, collection: str) -> pl.DataFrame:
             f"no warehouse at {settings.warehouse}: run `peras ingest` and judge or import first"
         )
     with open_migrated(settings.warehouse) as con:
-        return con.sql(load_sql("classify/select_feature_streams"), params=[collection]).pl()
+        return query_frame(con, "classify/select_feature_streams", {"collection_id": collection})
 
 
 @task(cache_policy=NO_CACHE)
@@ -184,7 +184,7 @@ def load_feature_values(settings: Settings, collection: str, feature_set: Featur
     selected = feature_set.streams.select([*STREAM_KEYS, "feature_key"])
     with open_migrated(settings.warehouse) as con:
         con.register("clf_selected_streams", selected.to_arrow())
-        return con.sql(load_sql("classify/select_feature_values"), params=[collection]).pl()
+        return query_frame(con, "classify/select_feature_values", {"collection_id": collection})
 
 
 @task(cache_policy=NO_CACHE)

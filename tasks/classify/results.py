@@ -16,8 +16,8 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.settings import Settings
-from peras.sql import load_sql
-from peras.warehouse import now, open_migrated
+from peras.sql import query_frame, run_sql
+from peras.warehouse import now, open_migrated, transaction
 from tasks.classify.aggregate import VOTE_NAMES
 from tasks.classify.features import FeatureMatrix, FeatureSet
 from tasks.classify.tasks import TITLES
@@ -84,33 +84,27 @@ def publish_results(
         pl.lit(finished_at).alias("created_at"),
     )
     sources = feature_set.streams.to_dicts()
-    record = [
-        run_id,
-        collection,
-        feature_set.feature_set_id,
-        feature_set.mode,
-        json.dumps(sources),
-        json.dumps(matrix.columns),
-        len(matrix.relevance),
-        matrix.n_excluded,
-        params["trials"],
-        params["seed"],
-        params["train_fraction"],
-        json.dumps(params["learners"]),
-        json.dumps(library_versions()),
-        started_at,
-        finished_at,
-    ]
-    with open_migrated(settings.warehouse) as con:
-        con.execute("begin transaction")
-        try:
-            con.execute(load_sql("classify/insert_run"), record)
-            con.register("clf_new_trials", trials.to_arrow())
-            con.execute(load_sql("classify/insert_trials"))
-            con.execute("commit")
-        except Exception:
-            con.execute("rollback")
-            raise
+    record = {
+        "classify_run_id": run_id,
+        "collection_id": collection,
+        "feature_set_id": feature_set.feature_set_id,
+        "feature_mode": feature_set.mode,
+        "feature_sources": json.dumps(sources),
+        "feature_columns": json.dumps(matrix.columns),
+        "n_pairs": len(matrix.relevance),
+        "n_excluded": matrix.n_excluded,
+        "n_trials": params["trials"],
+        "base_seed": params["seed"],
+        "train_fraction": params["train_fraction"],
+        "learners": json.dumps(params["learners"]),
+        "versions": json.dumps(library_versions()),
+        "started_at": started_at,
+        "finished_at": finished_at,
+    }
+    with open_migrated(settings.warehouse) as con, transaction(con):
+        run_sql(con, "classify/insert_run", record)
+        con.register("clf_new_trials", trials.to_arrow())
+        run_sql(con, "classify/insert_trials")
     return run_id
 
 
@@ -118,7 +112,7 @@ def publish_results(
 def load_summary(settings: Settings, classify_run_id: str) -> pl.DataFrame:
     """The clf_summary rows of one classify run."""
     with open_migrated(settings.warehouse) as con:
-        return con.sql(load_sql("classify/select_summary"), params=[classify_run_id]).pl()
+        return query_frame(con, "classify/select_summary", {"classify_run_id": classify_run_id})
 
 
 @task(cache_policy=NO_CACHE)

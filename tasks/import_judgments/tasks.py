@@ -23,7 +23,7 @@ from prefect import task
 from peras.errors import InputError, UsageError
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import now, open_migrated, transaction
 from tasks.ingest.readers import iter_lines
 from tasks.ingest.sources import sha256_file
 
@@ -213,8 +213,7 @@ def _replace_run(
 ) -> None:
     params = {"file": parsed.path, "sha256": parsed.sha256, "fingerprint": fingerprint,
               "confidence_column": confidence_column}
-    con.execute("begin transaction")
-    try:
+    with transaction(con):
         run_sql(con, "import_judgments/replace_run", {
             "run_id": report.run_id, "run_name": report.run_name, "collection_id": report.collection_id,
             "model": model, "params": json.dumps(params), "imported_at": now(),
@@ -222,10 +221,6 @@ def _replace_run(
             "path": parsed.path, "sha256": parsed.sha256, "fingerprint": fingerprint, "n_lines": parsed.n_lines,
             "n_judgments": report.n_judgments, "n_scored": report.n_scored, "examples": json.dumps(report.examples),
         } | {column: report.counts[kind] for kind, column in COUNT_COLUMNS.items()})
-        con.execute("commit")
-    except BaseException:
-        con.execute("rollback")
-        raise
 
 
 def describe_import(report: ImportReport) -> list[str]:

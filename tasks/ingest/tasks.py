@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import InputError, UsageError
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import now, open_migrated, transaction
 from tasks.ingest.quality import gate
 from tasks.ingest.readers import read_passages, read_qrels, read_tsv
 from tasks.ingest.sources import CollectionSource, sha256_file
@@ -170,8 +170,7 @@ def publish_collection(
             ("staged_files", staged.files),
         ]:
             con.register(name, frame.to_arrow())
-        con.execute("begin transaction")
-        try:
+        with transaction(con):
             run_sql(con, "ingest/delete_collection", base)
             run_sql(
                 con,
@@ -199,10 +198,6 @@ def publish_collection(
                     "n_qrels": staged.qrels.height,
                 },
             )
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
     return ingest_run_id
 
 

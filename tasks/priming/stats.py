@@ -20,7 +20,7 @@ from scipy import stats
 from peras.prompting import DEFAULT_CODE
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import connect, now, open_migrated
+from peras.warehouse import connect, now, open_migrated, transaction
 from tasks.priming.draws import planned_frame
 from tasks.priming.judging import BatchItem
 
@@ -133,16 +133,10 @@ def compute_priming_index(pairs: pl.DataFrame) -> pl.DataFrame:
 @task(cache_policy=NO_CACHE, retries=2, retry_delay_seconds=1)
 def publish_priming_stats(settings: Settings, run_id: str, tests: pl.DataFrame, indexes: pl.DataFrame) -> None:
     """Replace the run's tests and indexes and mark it published, in one transaction."""
-    with open_migrated(settings.warehouse) as con:
-        con.execute("begin transaction")
-        try:
-            con.register("staged_tests", tests.to_arrow())
-            con.register("staged_indexes", indexes.to_arrow())
-            run_sql(con, "priming/replace_stats", {"priming_run_id": run_id, "finished_at": now()})
-            con.execute("commit")
-        except Exception:
-            con.execute("rollback")
-            raise
+    with open_migrated(settings.warehouse) as con, transaction(con):
+        con.register("staged_tests", tests.to_arrow())
+        con.register("staged_indexes", indexes.to_arrow())
+        run_sql(con, "priming/replace_stats", {"priming_run_id": run_id, "finished_at": now()})
 
 
 def _finite_or_none(value: Any) -> float | None:
