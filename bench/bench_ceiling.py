@@ -41,7 +41,6 @@ from bench.common import (  # noqa: E402
     timed,
     versions,
 )
-from flows.judge import EMBEDDED_MAX_TOKENS  # noqa: E402
 from peras.llm.parsing import parse_confidence, parse_label  # noqa: E402
 from peras.local_model import local_server  # noqa: E402
 from peras.prompting import (  # noqa: E402
@@ -52,7 +51,9 @@ from peras.prompting import (  # noqa: E402
     select_personalities,
 )
 from peras.settings import load_settings  # noqa: E402
-from tasks.judge.tasks import load_pairs  # noqa: E402
+from peras.sql import run_sql  # noqa: E402
+from peras.warehouse import connect  # noqa: E402
+from tasks.judge.tasks import EMBEDDED_MAX_TOKENS  # noqa: E402
 from tests.support.prefect_server import prefect_server  # noqa: E402
 
 TARGET_RATIO = 0.95
@@ -100,8 +101,9 @@ class LoopStats:
 
 def sample_jobs(warehouse: Path, n_pairs: int, shuffle_seed: int | None = None) -> list[Job]:
     """Every personality x the first n sample pairs as peras loads them, in peras's order (or shuffled)."""
-    pairs = load_pairs.fn(load_settings(warehouse=warehouse), "sample", None, n_pairs)  # the task body, no Prefect
-    jobs = [Job(p, query, passage) for p in select_personalities(None) for query, passage in pairs.values()]
+    with connect(warehouse, read_only=True) as con:  # the judge stage's own query, in its order
+        rows = run_sql(con, "judge/select_pairs", {"collection_id": "sample", "subset_name": None}).fetchall()
+    jobs = [Job(p, query, passage) for p in select_personalities(None) for _, _, query, passage, _ in rows[:n_pairs]]
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(jobs)
     return jobs

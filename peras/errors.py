@@ -2,6 +2,27 @@
 
 from __future__ import annotations
 
+# A user's file can hold a 60 MB token: messages quote the start of a value and say how long it is.
+MAX_VALUE_CHARS = 80
+# And no message, whatever it quotes, is longer than this (cli/main.py caps what it prints).
+MAX_MESSAGE_CHARS = 2000
+
+
+def clip(value: object, limit: int = MAX_VALUE_CHARS, quote: bool = False) -> str:
+    """`value` for an error message: whole when short, else its first `limit` characters and its length."""
+    text = str(value)
+    shown = text[:limit]
+    shown = repr(shown) if quote else shown
+    return shown if len(text) <= limit else f"{shown}... ({len(text):,} characters)"
+
+
+def one_line(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`message` as one line of at most about `limit` characters (what is cut is counted)."""
+    text = " ".join(line.strip() for line in message.splitlines() if line.strip())
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
+
 
 class PerasError(Exception):
     """Base class: the message is what the user reads."""
@@ -43,3 +64,11 @@ class BackendError(PerasError):
 
 class RequestRejected(BackendError):
     """The endpoint refused this one request (HTTP 4xx other than 408/409/429): record it, go on."""
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id  # the stored request row of the refusal, when the engine journaled one
+
+
+class BudgetReached(BackendError):
+    """The run's --request-budget is spent: nothing more is sent; the run stops, resumable with a larger budget."""

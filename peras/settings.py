@@ -29,6 +29,13 @@ class Settings(BaseSettings):
         None, description="append-only judge shards; default: next to the warehouse"
     )
     reports_dir: Path = Field(Path("reports"), description="where `peras report` writes")
+    # Analysts read a copy, so that their open connections never block a stage (peras/warehouse.py).
+    analyst_snapshot: bool = Field(
+        True, description="after each stage, publish <warehouse stem>.analyst.duckdb, a copy for analysts"
+    )
+    analyst_snapshot_interval_s: float = Field(
+        60.0, ge=0, description="least time between two mid-run snapshot refreshes (end-of-stage ones always run)"
+    )
     personalities_dir: Path | None = Field(None, description="extra user personality files (*.toml)")
 
     # LLM endpoint. base_urls: several URLs serving one model are load-balanced.
@@ -42,7 +49,13 @@ class Settings(BaseSettings):
     concurrency: int = Field(8, ge=1, description="requests in flight per endpoint")
     request_timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(6, ge=0, description="retries on timeouts, 5xx and 429")
-    request_budget: int | None = Field(None, ge=0, description="most LLM requests one run may send")
+    request_budget: int | None = Field(None, ge=0, description="most HTTP requests one run may send, resumes included")
+    request_deadline_s: float = Field(
+        900.0, gt=0, description="most time one request may take, retries and Retry-After waits included"
+    )
+    endpoint_slots_dir: Path | None = Field(
+        None, description="per-URL request slots shared by every run on this machine; default: <local cache>/slots"
+    )
     max_parse_failure_share: float = Field(
         0.05, ge=0, le=1, description="judge gate threshold per personality"
     )
@@ -66,6 +79,11 @@ class Settings(BaseSettings):
     def shards(self) -> Path:
         """Directory of append-only judge shards."""
         return self.shards_dir or self.warehouse.parent / "shards"
+
+    @property
+    def slots_dir(self) -> Path:
+        """Directory of the per-URL slot files (peras/llm/limits.py)."""
+        return self.endpoint_slots_dir or self.local_cache_dir / "slots"
 
     def api_key(self) -> str | None:
         """The API key, read from the environment at the moment of use, never stored."""

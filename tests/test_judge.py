@@ -252,7 +252,7 @@ def test_parse_failures_above_threshold_fail_the_gate_and_publish_nothing(sample
     assert rows(sample, "select reason from judgments where status != 'ok' limit 1")[0][0]
 
 
-def judge_process(settings, model: str, port: int, run_name: str) -> subprocess.Popen:
+def judge_process(settings, model: str, port: int, run_name: str, chunk_size: int = 64) -> subprocess.Popen:
     env = {**os.environ, "PERAS_WAREHOUSE": str(settings.warehouse), "PERAS_CONCURRENCY": "4"}
     return subprocess.Popen(
         [
@@ -268,7 +268,7 @@ def judge_process(settings, model: str, port: int, run_name: str) -> subprocess.
             "--run-name",
             run_name,
             "--chunk-size",
-            "64",
+            str(chunk_size),
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -304,12 +304,12 @@ def slow_server():
 
 
 def test_kill_9_then_rerun_completes_without_loss_or_duplicates(sample, slow_server):
-    proc = judge_process(sample, "model-a", slow_server, "killed")
+    proc = judge_process(sample, "model-a", slow_server, "killed", chunk_size=4096)  # nothing loaded before the kill
     shards = sample.shards
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill once some judgments are journaled
         lines = (
-            sum(p.read_text().count("\n") for p in shards.glob("*/*.judgments.jsonl"))
+            sum(p.read_text().count("\n") for p in shards.glob("**/*.outcomes.jsonl"))
             if shards.exists()
             else 0
         )

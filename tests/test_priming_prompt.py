@@ -11,7 +11,7 @@ import pytest
 
 from peras.errors import InputError
 from peras.prompting import select_personalities
-from tasks.priming.judging import BatchConfig
+from tasks.priming.asking import BatchConfig
 from tasks.priming.prompt import BatchParse, build_batch_messages, load_batch_prompt, parse_batch_answer
 
 pytestmark = pytest.mark.core
@@ -52,8 +52,8 @@ def test_personality_instruction_comes_first_then_a_blank_line():
 def test_sampling_is_greedy_and_penalties_are_added_only_when_given():
     prompt = load_batch_prompt()
     assert prompt.sampling == {"temperature": 0.0, "top_p": 1.0}
-    plain = BatchConfig("r", "m", "vllm", prompt.sampling)
-    llama = BatchConfig("r", "m", "vllm", prompt.sampling, frequency_penalty=1.0, presence_penalty=0.0)
+    plain = BatchConfig("m", "vllm", prompt.sampling)
+    llama = BatchConfig("m", "vllm", prompt.sampling, frequency_penalty=1.0, presence_penalty=0.0)
     assert plain.params() == {"temperature": 0.0, "top_p": 1.0}
     assert llama.params() == {"temperature": 0.0, "top_p": 1.0, "frequency_penalty": 1.0, "presence_penalty": 0.0}
 

@@ -9,12 +9,17 @@ What it guarantees:
 - Several base URLs serving one model share the load: each request goes to the URL with the fewest
   requests in flight (ties in turn). A URL that fails `fail_threshold` times in a row (connection error,
   timeout, 5xx, 408) is skipped for `cooldown_s`, unless every URL is cooling down.
-- At most `concurrency` requests are in flight per URL.
+- At most `concurrency` requests are in flight per URL from this client; with `slots_dir`, at most `concurrency`
+  per URL from every PERAS process on the machine together (peras/llm/limits.py), held per request.
 - Timeouts, connection errors, 5xx, 408, 409 and 429 are retried up to `max_retries` times with
   exponential backoff and jitter (`backoff_base_s * 2**k`, capped at `backoff_max_s`, times 0.5-1.0);
   a Retry-After header (seconds or an HTTP date) is waited out instead. Other 4xx fail at once.
-- `budget` caps the HTTP requests one client sends, retries included; the request that would exceed it
-  is not sent and raises BackendError. `check_ready()` does not count.
+- `budget` caps the HTTP requests one client sends, retries included, counted when a request is handed to
+  the connection (never for requests that wait and are not sent); the request that would exceed it is not
+  sent and raises BudgetReached. `check_ready()` does not count.
+- `deadline_s` caps the whole time one `chat()` may take, waits and retries included: a Retry-After or a
+  backoff that would pass it is not waited out; the request fails with one line saying what it waited for.
+  Waits longer than `notice_after_s` are announced through `on_notice` (the CLI prints them).
 - The API key is read from the environment variable the caller names; it is never logged and appears in
   no returned object or repr.
 Every failure is one BackendError line naming the URL and what went wrong.
@@ -28,9 +33,12 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from peras.errors import BackendError, RequestRejected, UsageError
+from peras.errors import BackendError, BudgetReached, RequestRejected, UsageError
+from peras.llm.limits import EndpointSlots
 from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
 from peras.llm.transport import Backend, TransportError, make_transport
 
@@ -59,12 +67,13 @@ _log = logging.getLogger(__name__)
 
 
 class _Endpoint:
-    __slots__ = ("url", "transport", "semaphore", "in_flight", "failures", "cooldown_until")
+    __slots__ = ("url", "transport", "semaphore", "slots", "in_flight", "failures", "cooldown_until")
 
-    def __init__(self, url: str, transport: Any, concurrency: int) -> None:
+    def __init__(self, url: str, transport: Any, concurrency: int, slots_dir: Path | None) -> None:
         self.url = url
         self.transport = transport
         self.semaphore = asyncio.Semaphore(concurrency)
+        self.slots = EndpointSlots(slots_dir, url, concurrency) if slots_dir is not None else None
         self.in_flight = 0
         self.failures = 0
         self.cooldown_until = 0.0
@@ -88,6 +97,10 @@ class LLMClient:
         cooldown_s: float = 30.0,
         fail_threshold: int = 3,
         backend: Backend = "auto",
+        slots_dir: Path | None = None,
+        deadline_s: float | None = None,
+        on_notice: Callable[[str], None] | None = None,
+        notice_after_s: float = 10.0,
     ) -> None:
         if not base_urls:
             raise UsageError("no LLM base URL given: set --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -104,12 +117,15 @@ class LLMClient:
         self.backoff_max_s = backoff_max_s
         self.cooldown_s = cooldown_s
         self.fail_threshold = fail_threshold
+        self.deadline_s = deadline_s
+        self.on_notice = on_notice
+        self.notice_after_s = notice_after_s
         self._api_key_env = api_key_env
         api_key = os.environ.get(api_key_env) if api_key_env else None
         self._key_given = bool(api_key)
         self._endpoints = [
             _Endpoint(
-                url.rstrip("/"), make_transport(url.rstrip("/"), api_key, timeout_s, backend), concurrency
+                url.rstrip("/"), make_transport(url.rstrip("/"), api_key, timeout_s, backend), concurrency, slots_dir
             )
             for url in dict.fromkeys(base_urls)
         ]
@@ -162,13 +178,10 @@ class LLMClient:
             try:
                 status, _, content = await endpoint.transport.models(min(timeout_s, self.timeout_s))
             except TransportError as exc:
-                raise BackendError(
-                    f"cannot reach {endpoint.url}: {exc.detail}; {self._start_hint()}"
-                ) from exc
+                raise BackendError(f"cannot reach {endpoint.url}: {exc.detail}; {self._start_hint()}") from exc
             if status != 200:
                 raise BackendError(
-                    f"{endpoint.url}/models answered HTTP {status}: {error_message(content)}"
-                    f"{self._key_hint(status)}"
+                    f"{endpoint.url}/models answered HTTP {status}: {error_message(content)}{self._key_hint(status)}"
                 )
             try:
                 ids = [str(item["id"]) for item in json.loads(content)["data"]]
@@ -187,27 +200,19 @@ class LLMClient:
         params = params or {}
         body = self._body(messages, params)
         wants_logprobs = bool(params.get("logprobs"))
+        deadline = time.monotonic() + self.deadline_s if self.deadline_s else None
         attempt = 0
         while True:
             attempt += 1
-            if self.budget is not None and self._requests_sent >= self.budget:
-                raise BackendError(
-                    f"request budget of {self.budget} reached ({self._requests_sent} requests sent);"
-                    " raise --request-budget to go on"
-                )
             endpoint = self._pick()
-            self._requests_sent += 1
-            endpoint.in_flight += 1
             try:
-                async with endpoint.semaphore:
-                    started = time.perf_counter()
-                    status, headers, content = await endpoint.transport.chat(body)
-                    latency_ms = (time.perf_counter() - started) * 1000.0
+                status, headers, content, latency_ms = await self._send(endpoint, body)
             except TransportError as exc:
                 self._failed(endpoint)
                 if attempt > self.max_retries:
                     raise BackendError(self._transport_message(endpoint, exc, attempt)) from exc
                 delay = self._backoff(attempt)
+                problem = exc.detail
                 _log.debug("%s: %s; retry %d in %.2f s", endpoint.url, exc.detail, attempt, delay)
             else:
                 if status == 200:
@@ -233,14 +238,48 @@ class LLMClient:
                 wait = retry_after_s(headers)
                 delay = min(wait, MAX_RETRY_AFTER_S) if wait is not None else self._backoff(attempt)
                 _log.debug("%s: %s; retry %d in %.2f s", endpoint.url, problem, attempt, delay)
-            await asyncio.sleep(delay)
+            await self._wait(endpoint, problem, delay, deadline, attempt)
+
+    async def _send(self, endpoint: _Endpoint, body: dict[str, Any]) -> tuple[int, Any, bytes, float]:
+        """One HTTP request through the URL's slots; it counts against the budget only once it is sent."""
+        endpoint.in_flight += 1
+        try:
+            async with endpoint.semaphore:
+                index = await endpoint.slots.acquire() if endpoint.slots is not None else None
+                try:
+                    if self.budget is not None and self._requests_sent >= self.budget:
+                        raise BudgetReached(
+                            f"request budget of {self.budget} reached ({self._requests_sent} requests sent);"
+                            " raise --request-budget to go on"
+                        )
+                    self._requests_sent += 1
+                    started = time.perf_counter()
+                    status, headers, content = await endpoint.transport.chat(body)
+                    return status, headers, content, (time.perf_counter() - started) * 1000.0
+                finally:
+                    if index is not None:
+                        endpoint.slots.release(index)  # type: ignore[union-attr]
+        finally:
+            endpoint.in_flight -= 1
+
+    async def _wait(
+        self, endpoint: _Endpoint, problem: str, delay: float, deadline: float | None, attempt: int
+    ) -> None:
+        """Sleep before a retry, unless that would pass the request's deadline; announce long waits."""
+        if deadline is not None and time.monotonic() + delay > deadline:
+            raise BackendError(
+                f"{endpoint.url}: {problem}; gave up after {attempt} attempts: the next retry (in {delay:,.0f} s)"
+                f" would pass the {self.deadline_s:,.0f} s a request may take (--request-deadline)"
+            )
+        if delay >= self.notice_after_s and self.on_notice is not None:
+            self.on_notice(f"{endpoint.url}: {problem}; waiting {delay:,.0f} s before retry {attempt}")
+        await asyncio.sleep(delay)
 
     def _body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
         unknown = params.keys() - ALLOWED_PARAMS
         if unknown:
             raise UsageError(
-                f"unknown request parameter {', '.join(sorted(unknown))}; "
-                "put server-specific ones in extra_body"
+                f"unknown request parameter {', '.join(sorted(unknown))}; put server-specific ones in extra_body"
             )
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         body.update(params)
@@ -254,9 +293,7 @@ class LLMClient:
         if len(endpoints) == 1:
             return endpoints[0]
         now = time.monotonic()
-        ready = [e for e in endpoints if e.cooldown_until <= now] or [
-            min(endpoints, key=lambda e: e.cooldown_until)
-        ]
+        ready = [e for e in endpoints if e.cooldown_until <= now] or [min(endpoints, key=lambda e: e.cooldown_until)]
         fewest = min(e.in_flight for e in ready)
         tied = [e for e in ready if e.in_flight == fewest]
         self._turn += 1

@@ -1,14 +1,59 @@
--- Why: a judge run publishes only if every planned item has a stored result or recorded failure, values are
--- in range, and no personality fails to parse more often than the threshold. Returns one row per problem.
-with judged as (
-    select * from judgments where run_id = $run_id
+-- Why: a judge run publishes only if exactly its planned items are there, made on the current texts, each
+-- derivable from the stored requests it references and asked of the run's model with the run's parameters,
+-- values in range, and no personality fails to parse more often than the threshold. The planned items are the
+-- registered tables planned_pairs (query_id, doc_id, text_sha) x planned_settings (personality, cot,
+-- confidence_method, label_params). Returns one row per problem (detail names the item).
+create or replace temp table run_judgments as
+select * from judgments where run_id = $run_id;
+
+with planned as (
+    select p.query_id, p.doc_id, p.text_sha, s.personality, s.cot, s.confidence_method, s.label_params
+    from planned_pairs as p cross join planned_settings as s
+),
+
+judged as (
+    select j.*, p.label_params, p.text_sha as current_sha
+    from run_judgments as j
+    inner join planned as p using (query_id, doc_id, personality, cot, confidence_method)
 ),
 
 missing as (
-    select 'missing judgments' as problem,
-           format('{} of {} planned items have no stored result', $n_planned - count(*), $n_planned) as detail
+    select 'missing judgment' as problem,
+           format('{} {} {} cot={} {}', p.query_id, p.doc_id, p.personality, p.cot, p.confidence_method) as detail
+    from planned as p
+    anti join run_judgments as j using (query_id, doc_id, personality, cot, confidence_method)
+),
+
+stale as (
+    select 'judgment made on other texts' as problem,
+           format('{} {} {} cot={} {}: text {} now {}', query_id, doc_id, personality, cot, confidence_method,
+                  text_sha, current_sha) as detail
     from judged
-    having count(*) < $n_planned
+    where text_sha is not null and text_sha <> current_sha
+),
+
+foreign_pairs as (
+    select 'judgment of a pair not in the collection' as problem,
+           format('{} {} {} cot={} {}', j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method) as detail
+    from run_judgments as j
+    inner join judge_runs as r on r.run_id = j.run_id
+    anti join qrels as q on q.collection_id = r.collection_id and q.query_id = j.query_id and q.doc_id = j.doc_id
+),
+
+mismatched as (
+    select 'asked another way than the run' as problem,
+           format('{} {} {} cot={} {}: model {}, parameters {}', j.query_id, j.doc_id, j.personality, j.cot,
+                  j.confidence_method, r.model, r.params) as detail
+    from judged as j
+    inner join llm_requests as r on r.request_id = j.label_request_id
+    where r.model <> $model or json(r.params)::varchar <> json(j.label_params)::varchar
+),
+
+not_derivable as (
+    select 'judgment not derivable from its requests' as problem,
+           format('{} {} {} cot={} {}: {}', query_id, doc_id, personality, cot, confidence_method, problem) as detail
+    from judgment_check('run_judgments')
+    where not is_derivable
 ),
 
 out_of_range as (
@@ -33,6 +78,10 @@ failure_share as (
 
 final as (
     select * from missing
+    union all select * from stale
+    union all select * from foreign_pairs
+    union all select * from mismatched
+    union all select * from not_derivable
     union all select * from out_of_range
     union all select * from failure_share
 )

@@ -1,106 +1,146 @@
-"""Append-only shards: how judge workers write without holding the warehouse's single write lock.
+"""Append-only shards: how the engine journals without holding the warehouse's single write lock.
 
-Each chunk appends JSON lines to `<shards>/<run_id>/<chunk>.requests.jsonl` and `.judgments.jsonl`, flushed
-after every record, so a process killed at any moment loses at most the line it was writing. A loader
-task moves shards into DuckDB (idempotently: rows already there are ignored), then deletes them.
-A torn last line reads as null and is skipped.
+A run's shards live in `<shards>/<warehouse_id>/<kind>/<run_id>/`, so two warehouses in one directory, or two
+runs of one name in two warehouses, never see each other's files; every line also carries the warehouse and
+run it belongs to, and loading refuses a shard whose lines belong elsewhere. Each shard is a pair of files,
+`<name>.requests.jsonl` and `<name>.outcomes.jsonl`, appended and flushed per line, so a process killed at any
+moment loses at most the line it was writing; a torn line reads as null and is skipped. The journal rotates to
+a new shard every `rows_per_shard` outcomes and hands the closed one to the loader (progress is visible in the
+warehouse while the run goes on). Loading is one transaction per shard batch, then the files are deleted:
+rows already stored are kept (requests) or checked (outcomes), so loading twice is harmless.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-KINDS = ("requests", "judgments")
+from peras.errors import CheckFailed
+from peras.sql import run_sql
+from peras.warehouse import now, open_migrated, transaction
+from tasks.engine.spec import RunIdentity
+
+KINDS = ("requests", "outcomes")
 
 
-class ShardWriter:
-    """Append JSON lines for one chunk; safe to reopen after a crash (appends)."""
+def shard_dir(shards_root: Path, identity: RunIdentity) -> Path:
+    """Where one run's shards live: its warehouse, its kind of stage, its run."""
+    return shards_root / identity.warehouse_id / identity.kind / identity.run_id
 
-    def __init__(self, directory: Path, chunk_name: str) -> None:
+
+class ShardJournal:
+    """Appends request and outcome lines for one engine run, rotating to a new shard every N outcomes."""
+
+    def __init__(
+        self,
+        directory: Path,
+        identity: RunIdentity,
+        rows_per_shard: int,
+        on_closed: Callable[[list[Path]], None] | None = None,
+    ) -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.paths = {kind: directory / f"{chunk_name}.{kind}.jsonl" for kind in KINDS}
-        self._files: dict[str, TextIO] = {
-            kind: path.open("a", encoding="utf-8", buffering=1) for kind, path in self.paths.items()
-        }
-        for handle in self._files.values():
-            # A torn line from a killed writer must not glue onto the next record.
-            if handle.tell() > 0 and not _ends_with_newline(Path(handle.name)):
-                handle.write("\n")
+        self.directory = directory
+        self.identity = identity
+        self.rows_per_shard = max(1, rows_per_shard)
+        self.on_closed = on_closed
+        self._stem = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._sequence = 0
+        self._outcomes = 0
+        self._files: dict[str, TextIO] = {}
+        self._paths: list[Path] = []
+        self._stamp = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
 
     def request(self, row: dict[str, Any]) -> None:
         """Journal one LLM request and its answer."""
         self._write("requests", row)
 
-    def judgment(self, row: dict[str, Any]) -> None:
-        """Journal one judgment."""
-        self._write("judgments", row)
+    def outcome(self, row: dict[str, Any]) -> None:
+        """Journal one outcome (a judgment, a batch); rotate when the shard is full."""
+        self._write("outcomes", row)
+        self._outcomes += 1
+        if self._outcomes >= self.rows_per_shard:
+            self.rotate()
 
     def _write(self, kind: str, row: dict[str, Any]) -> None:
-        handle = self._files[kind]
-        handle.write(json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n")
+        if not self._files:
+            self._open()
+        line = json.dumps(self._stamp | row, ensure_ascii=False, separators=(",", ":"))
+        self._files[kind].write(line + "\n")
 
-    def close(self) -> None:
-        """Flush and close both files."""
+    def _open(self) -> None:
+        self._sequence += 1
+        self._paths = [self.directory / f"{self._stem}-{self._sequence:05d}.{kind}.jsonl" for kind in KINDS]
+        self._files = {
+            kind: path.open("a", encoding="utf-8", buffering=1) for kind, path in zip(KINDS, self._paths, strict=True)
+        }
+
+    def rotate(self) -> None:
+        """Close the current shard (flushed and synced) and hand it to the loader."""
+        if not self._files:
+            return
         for handle in self._files.values():
             handle.flush()
             os.fsync(handle.fileno())
             handle.close()
+        closed, self._files, self._paths, self._outcomes = self._paths, {}, [], 0
+        if self.on_closed is not None:
+            self.on_closed(closed)
 
-    def __enter__(self) -> ShardWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def close(self) -> None:
+        """Close the last shard (handing it to the loader)."""
+        self.rotate()
 
 
-def move_shards(warehouse: Path, directory: Path, loaders: dict[str, str]) -> int:
-    """Load every shard in `directory` with its kind's SQL (kind -> sql name) in one transaction, then delete them.
+def shard_files(directory: Path) -> dict[str, list[str]]:
+    """Every non-empty shard file of a run, by kind, in name order."""
+    if not directory.is_dir():
+        return {kind: [] for kind in KINDS}
+    return {
+        kind: sorted(str(path) for path in directory.glob(f"*.{kind}.jsonl") if path.stat().st_size > 0)
+        for kind in KINDS
+    }
 
-    Returns the number of shard files of the last kind loaded (the outcome lines). Idempotent: loaders insert or
-    ignore, so shards left by a crash between commit and delete load again harmlessly.
+
+def load_shards(
+    warehouse: Path, shards_root: Path, identity: RunIdentity, files: dict[str, list[str]] | None = None
+) -> int:
+    """Load shard files of a run (all of them by default) in one transaction, then delete them.
+
+    Lines of another warehouse or run are refused (nothing is loaded). Returns the number of outcomes that
+    contradicted a stored answer and were left out (their items are asked again from the stored answers).
     """
-    from peras.sql import run_sql
-    from peras.warehouse import open_migrated
-
-    files = {kind: shard_files(directory, kind) for kind in loaders}
+    files = files if files is not None else shard_files(shard_dir(shards_root, identity))
     if not any(files.values()):
         return 0
-    with open_migrated(warehouse) as con:
-        con.execute("begin transaction")
-        for kind, sql_name in loaders.items():
-            if files[kind]:
-                run_sql(con, sql_name, {"paths": files[kind]})
-        con.execute("commit")
+    params = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
+    dropped = 0
+    with open_migrated(warehouse) as con, transaction(con):
+        if files["requests"]:
+            run_sql(con, "engine/stage_requests", {"paths": files["requests"]})
+            _refuse_foreign(con, "requests", files["requests"], params)
+            run_sql(con, "engine/merge_requests", {"replaced_at": now()})
+        if files["outcomes"]:
+            run_sql(con, f"{identity.kind}/stage_outcomes", {"paths": files["outcomes"]})
+            _refuse_foreign(con, "outcomes", files["outcomes"], params)
+            dropped = int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
     for paths in files.values():
         for path in paths:
             Path(path).unlink(missing_ok=True)
-    return len(files[list(loaders)[-1]])
+    return dropped
 
 
-async def run_bounded(items: list[Any], concurrency: int, handle: Any) -> None:
-    """Await `handle(item)` for every item, at most `concurrency` at a time, taking items in the order given."""
-    import asyncio
-
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-    for item in items:
-        queue.put_nowait(item)
-
-    async def worker() -> None:
-        while not queue.empty():
-            await handle(queue.get_nowait())
-
-    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(items))))))
-
-
-def shard_files(directory: Path, kind: str) -> list[str]:
-    """Every shard of one kind in a run's directory, in name order."""
-    return sorted(str(path) for path in directory.glob(f"*.{kind}.jsonl") if path.stat().st_size > 0)
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
+def _refuse_foreign(con: Any, kind: str, paths: list[str], params: dict[str, Any]) -> None:
+    """Shards whose lines name another warehouse or run are refused, loading nothing."""
+    foreign = run_sql(con, f"engine/select_foreign_{kind}", params).fetchall()
+    if foreign:
+        (warehouse_id, run_id, n_lines), *_ = foreign
+        raise CheckFailed(
+            f"{kind} shards in {Path(paths[0]).parent} hold {n_lines} line(s) of warehouse {warehouse_id},"
+            f" run {run_id}, not of this warehouse ({params['warehouse_id']}) and run ({params['run_id']});"
+            " nothing was loaded."
+            " Move those files away (they belong to another warehouse or run) and re-run"
+        )

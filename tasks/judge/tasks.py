@@ -1,32 +1,54 @@
-"""Judge tasks: plan the work, judge it chunk by chunk into shards, load the shards, gate, publish."""
+"""Judge tasks: load the pairs, register the run, plan what is left, gate item by item, publish.
+
+The asking itself is the engine's (tasks/engine/); tasks/judge/asking.py says what a judgment asks.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
-from dataclasses import asdict
+import uuid
 from typing import Any
 
 import polars as pl
-from prefect import task
+from prefect import get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
-from peras.llm.client import LLMClient
-from peras.prompting import Personality, build_label_messages, request_hash
+from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import connect, now, open_migrated
-from tasks.engine.shards import ShardWriter, move_shards
-from tasks.judge.judging import Answer, ChunkJudge, ChunkStats, JudgeConfig, WorkItem
+from peras.warehouse import now, open_migrated
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.spec import RunIdentity
+from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
 
-Pairs = dict[tuple[str, str], tuple[str, str]]
+EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6}  # the 0.5B model answers in 1-3 tokens
+# What a run is: changing any of these changes the answers, so it needs another run name. Everything else
+# (pairs, limits, subsets, personalities, CoT settings) only narrows or extends what the run has judged.
+IDENTITY_KEYS = (
+    "model",
+    "confidence_methods",
+    "label_params_nocot",
+    "label_params_cot",
+    "confidence_params",
+    "n_samples",
+    "sampling_temperature",
+)
+
+
+def check_methods(methods: list[str] | None) -> list[str]:
+    """Confidence methods must be known; none given means verbalized."""
+    chosen = methods or ["verbalized"]
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown:
+        raise UsageError(f"unknown confidence method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    return chosen
 
 
 @task(cache_policy=NO_CACHE)
 def load_pairs(settings: Settings, collection_id: str, subset_name: str | None, limit: int | None) -> Pairs:
-    """The judged pairs of a collection or subset, with texts: {(query_id, doc_id): (query, passage)}."""
+    """The judged pairs of a collection or subset with their texts: {(query_id, doc_id): Pair}."""
     params = {"collection_id": collection_id, "subset_name": subset_name}
     with open_migrated(settings.warehouse) as con:
         has_collection, has_subset = run_sql(con, "judge/select_subset_exists", params).fetchone()
@@ -36,53 +58,99 @@ def load_pairs(settings: Settings, collection_id: str, subset_name: str | None, 
             )
         if not has_subset:
             raise UsageError(
-                f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets`)"
+                f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
             )
         rows = run_sql(con, "judge/select_pairs", params).fetchall()
     rows = rows[:limit] if limit else rows
-    return {(q, d): (qt, pt) for q, d, qt, pt in rows}
+    return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
+
+
+def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:
+    """Remote models get the study's defaults; the embedded model gets short answer caps (recorded)."""
+    if endpoint.is_embedded:
+        return JudgeConfig(
+            endpoint.model,
+            endpoint.backend,
+            EMBEDDED_MAX_TOKENS["label"],
+            EMBEDDED_MAX_TOKENS["cot"],
+            EMBEDDED_MAX_TOKENS["confidence"],
+            n_samples,
+            extra_body={"cache_prompt": True},
+        )
+    return JudgeConfig(endpoint.model, endpoint.backend, n_samples=n_samples)
+
+
+def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
+    """What defines a run (stored in judge_runs.params; never credentials)."""
+    return {
+        "model": config.model,
+        "confidence_methods": methods,
+        "label_params_nocot": config.label_params(False, methods[0]),
+        "label_params_cot": config.label_params(True, methods[0]),
+        "confidence_params": config.confidence_params(),
+        "n_samples": config.n_samples,
+        "sampling_temperature": config.sampling_temperature,
+    }
+
+
+def default_run_name(collection: str, subset: str | None, model: str) -> str:
+    """e.g. dl19-balanced-qwen2.5-coder-0.5b-instruct-q4_k_m."""
+    return "-".join(part for part in (collection, subset, model.replace("/", "_")) if part)
 
 
 @task(cache_policy=NO_CACHE)
 def register_run(
     settings: Settings,
-    run_name: str,
+    warehouse_id: str,
+    run_name: str | None,
     collection_id: str,
     subset_name: str | None,
     config: JudgeConfig,
-    run_params: dict[str, Any],
-) -> str:
-    """Create the run, or check that an existing run of that name asks the same way (then resume it)."""
-    params = json.dumps(run_params, sort_keys=True)
+    methods: list[str],
+) -> RunIdentity:
+    """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters)."""
+    name = run_name or default_run_name(collection_id, subset_name, config.model)
+    params = run_parameters(config, methods)
     with open_migrated(settings.warehouse) as con:
-        row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
+        row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
         if row is None:
+            run_id = uuid.uuid4().hex[:16]
             run_sql(
                 con,
                 "judge/insert_run",
                 {
-                    "run_id": config.run_id,
-                    "run_name": run_name,
+                    "run_id": run_id,
+                    "run_name": name,
                     "collection_id": collection_id,
                     "subset_name": subset_name,
                     "model": config.model,
                     "backend": config.backend,
-                    "params": params,
+                    "params": json.dumps(params, sort_keys=True),
                     "created_at": now(),
                 },
             )
-            return config.run_id
-    run_id, have_collection, have_subset, have_model, have_params, _ = row
-    if (have_collection, have_subset, have_model) != (collection_id, subset_name, config.model) or json.loads(
-        have_params
-    ) != json.loads(params):
-        raise UsageError(f"run {run_name!r} already exists with other settings; choose another --run-name")
-    return run_id
+            return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
+    run_id, have_collection, _, have_model, have_params, _ = row
+    check_same_run(name, collection_id, have_collection, {"model": have_model} | json.loads(have_params), params)
+    return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
 
 
-def run_id_for(run_name: str) -> str:
-    """Stable id of a run name (so shards of a killed run are found again)."""
-    return hashlib.sha256(run_name.encode()).hexdigest()[:16]
+def check_same_run(
+    name: str, collection: str, have_collection: str, have: dict[str, Any], want: dict[str, Any]
+) -> None:
+    """A run keeps its collection and everything that changes answers; say which setting differs, and how to go on."""
+    if have_collection != collection:
+        raise UsageError(
+            f"run {name!r} judges collection {have_collection!r}, not {collection!r}: choose another run name"
+            " (--run-name, or the run_name parameter of a deployment), or `peras runs rename` the old one"
+        )
+    for key in IDENTITY_KEYS:
+        if key in have and have[key] != want[key]:
+            raise UsageError(
+                f"run {name!r} was made with {key} = {json.dumps(have[key], sort_keys=True)}, this call asks"
+                f" {json.dumps(want[key], sort_keys=True)}: its answers would differ. Choose another run name"
+                " (--run-name, or the run_name parameter of a deployment), or `peras runs rename`/`delete` the old one"
+            )
 
 
 @task(cache_policy=NO_CACHE)
@@ -106,148 +174,117 @@ def store_personalities(settings: Settings, personalities: list[Personality]) ->
         run_sql(con, "judge/upsert_personalities")
 
 
-@task(cache_policy=NO_CACHE)
-def load_shards(settings: Settings, run_id: str) -> int:
-    """Move every shard of the run into the warehouse (idempotent), then delete the shard files."""
-    return move_shards(settings.warehouse, settings.shards / run_id,
-                       {"requests": "judge/load_shard_requests", "judgments": "judge/load_shard_judgments"})
+def plan_judgments(
+    run: RunIdentity, pairs: Pairs, personalities: list[Personality], cot: list[bool], methods: list[str]
+) -> JudgePlan:
+    """Every pair x personality x CoT setting x method, streamed; what is judged on the current texts is skipped."""
+    return JudgePlan(run.run_id, pairs, [p.code for p in personalities], cot, methods)
 
 
 @task(cache_policy=NO_CACHE)
-def plan_work(
-    settings: Settings,
-    run_id: str,
-    pairs: Pairs,
-    personalities: list[str],
-    cot_settings: list[bool],
-    methods: list[str],
-) -> list[WorkItem]:
-    """Items not yet judged, ordered so that prompts sharing a prefix (personality, setting) go together."""
-    with connect(settings.warehouse, read_only=True) as con:
-        done = set(run_sql(con, "judge/select_done", {"run_id": run_id}).fetchall())
-    return [
-        WorkItem(query_id, doc_id, personality, cot, method)
-        for personality in personalities
-        for cot in cot_settings
-        for method in methods
-        for query_id, doc_id in pairs
-        if (query_id, doc_id, personality, cot, method) not in done
-    ]
+def count_pending(settings: Settings, plan: JudgePlan) -> int:
+    """How many planned items have no judgment on the current texts yet."""
+    from tasks.engine.store import WarehouseThread
+
+    thread = WarehouseThread(settings.warehouse)
+    try:
+        return plan.count(thread.fetch)
+    finally:
+        thread.close()
+
+
+def judge_stage(config: JudgeConfig, personalities: list[Personality], pairs: Pairs) -> JudgeStage:
+    """The judge's half of the engine contract: items to requests, answers to judgment rows."""
+    return JudgeStage(config, {p.code: p for p in personalities}, pairs)
 
 
 @task(cache_policy=NO_CACHE)
-def load_cached_answers(
-    settings: Settings,
-    config: JudgeConfig,
-    items: list[WorkItem],
-    pairs: Pairs,
-    personalities: dict[str, Personality],
-) -> dict[str, Answer]:
-    """Answers already stored for the label requests these items will send (e.g. after a kill)."""
-    wanted = {
-        request_hash(
-            config.model,
-            build_label_messages(personalities[i.personality], *pairs[(i.query_id, i.doc_id)], i.cot),
-            config.label_params(i.cot, i.method),
-            0,
-        )
-        for i in items
-        if i.method != "sampling"
-    }
-    if not wanted:
-        return {}
-    with connect(settings.warehouse, read_only=True) as con:
-        con.register("wanted_requests", pl.DataFrame({"request_id": sorted(wanted)}).to_arrow())
-        rows = run_sql(con, "judge/select_cached_requests").fetchall()
-    return {
-        rid: Answer(rid, value, ok, reason or "", json.loads(lp) if lp else None)
-        for rid, value, ok, reason, lp in rows
-    }
-
-
-@task(cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
-def judge_chunk(
-    settings: Settings,
-    base_urls: list[str],
-    config: JudgeConfig,
-    chunk_name: str,
-    items: list[WorkItem],
-    pairs: Pairs,
-    personalities: dict[str, Personality],
-    cache: dict[str, Answer],
-    bar: Any = None,
-) -> dict[str, Any]:
-    """Judge one chunk (hundreds of items) with async concurrency, journaling to its shard."""
-    texts = {(i.query_id, i.doc_id): pairs[(i.query_id, i.doc_id)] for i in items}
-    with ShardWriter(settings.shards / config.run_id, chunk_name) as writer:
-        stats = asyncio.run(
-            _judge(settings, base_urls, config, items, texts, personalities, cache, writer, bar)
-        )
-    return asdict(stats)
-
-
-async def _judge(
-    settings: Settings,
-    base_urls: list[str],
-    config: JudgeConfig,
-    items: list[WorkItem],
-    texts: Pairs,
-    personalities: dict[str, Personality],
-    cache: dict[str, Answer],
-    writer: ShardWriter,
-    bar: Any,
-) -> ChunkStats:
-    async with run_client(settings, base_urls, config.model) as client:
-        judge = ChunkJudge(client, config, personalities, texts, cache, writer, bar.advance if bar else None)
-        return await judge.run(items, settings.concurrency * len(base_urls))
-
-
-def run_client(settings: Settings, base_urls: list[str], model: str) -> LLMClient:
-    """The client a judge or priming run sends through: API key variable, concurrency, timeout, retries, budget."""
-    return LLMClient(
-        base_urls,
-        model,
-        settings.api_key_env,
-        settings.concurrency,
-        settings.request_timeout_s,
-        settings.max_retries,
-        settings.request_budget,
+def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, config: JudgeConfig) -> pl.DataFrame:
+    """The judge gate, item by item: exactly the planned items present on the current texts, each derivable from
+    the stored requests it references, asked of the run's model with the run's parameters, values in range, parse
+    failures under the threshold. Else the run stays unpublished and the problems are listed."""
+    planned_pairs = pl.DataFrame(
+        {
+            "query_id": [q for q, _ in plan.pairs],
+            "doc_id": [d for _, d in plan.pairs],
+            "text_sha": [p.text_sha for p in plan.pairs.values()],
+        },
+        schema={"query_id": pl.String, "doc_id": pl.String, "text_sha": pl.String},
     )
-
-
-@task(cache_policy=NO_CACHE)
-def check_endpoint(settings: Settings, base_urls: list[str], model: str) -> None:
-    """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model."""
-
-    async def ready() -> None:
-        async with LLMClient(
-            base_urls, model, settings.api_key_env, settings.concurrency, settings.request_timeout_s, 0
-        ) as client:
-            await client.check_ready()
-
-    asyncio.run(ready())
-
-
-@task(cache_policy=NO_CACHE)
-def check_judge_run(settings: Settings, run_id: str, n_planned: int) -> pl.DataFrame:
-    """The judge gate: complete, in range, parse failures under the threshold; else the run stays unpublished."""
+    settings_rows = [
+        {
+            "personality": personality,
+            "cot": cot,
+            "confidence_method": method,
+            # the label request a judgment points to: sampling's first vote (seed 0)
+            "label_params": json.dumps(
+                config.label_params(cot, method) | ({"seed": 0} if method == "sampling" else {}), separators=(",", ":")
+            ),
+        }
+        for personality, cot, method in plan.groups()
+    ]
+    planned_settings = pl.DataFrame(
+        settings_rows,
+        schema={"personality": pl.String, "cot": pl.Boolean, "confidence_method": pl.String, "label_params": pl.String},
+    )
+    params = {"run_id": run.run_id, "model": run.model, "max_share": settings.max_parse_failure_share}
     with open_migrated(settings.warehouse) as con:
-        problems = run_sql(
-            con,
-            "judge/assert_run_valid",
-            {"run_id": run_id, "n_planned": n_planned, "max_share": settings.max_parse_failure_share},
-        ).fetchall()
-        shares = query_frame(con, "judge/select_failure_shares", {"run_id": run_id})
+        con.register("planned_pairs", planned_pairs.to_arrow())
+        con.register("planned_settings", planned_settings.to_arrow())
+        problems = run_sql(con, "judge/assert_run_valid", params).fetchall()
+        shares = query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
         status = "failed_check" if problems else "published"
-        run_sql(con, "judge/set_run_status", {"run_id": run_id, "status": status, "finished_at": now()})
+        reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
+        run_sql(
+            con,
+            "judge/set_run_status",
+            {"run_id": run.run_id, "status": status, "status_reason": reason, "finished_at": now()},
+        )
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise CheckFailed(
-            f"judge gate failed; run not published (its judgments are kept for inspection):\n{lines}"
+            f"judge gate failed; run not published (its judgments are kept for inspection):\n{lines}{more}"
         )
     return shares
 
 
-def chunked(items: list[WorkItem], size: int) -> list[list[WorkItem]]:
-    """Consecutive chunks of at most `size` items (order preserved: shared prefixes stay together)."""
-    return [items[start : start + size] for start in range(0, len(items), size)]
+def summarize(
+    run: RunIdentity, endpoint: Endpoint, n_planned: int, stats: dict[str, Any], shares: Any
+) -> dict[str, Any]:
+    """Counts for the CLI and the artifact."""
+    return {
+        "run_name": run.run_name,
+        "run_id": run.run_id,
+        "model": endpoint.model,
+        "backend": endpoint.backend,
+        "n_planned": n_planned,
+        "n_judged_now": stats["n_items"],
+        "n_sent": stats["n_sent"],
+        "n_http": stats["n_http"],
+        "n_cached": stats["n_cached"],
+        "n_dropped": stats["n_dropped"],
+        "n_failures": int(shares["n_failures"].sum()) if shares.height else 0,
+    }
+
+
+@task(cache_policy=NO_CACHE)
+def publish_judge_artifact(summary: dict[str, Any], shares: Any) -> None:
+    """A markdown table of the run in the Prefect UI."""
+    lines = [
+        f"# Judge run `{summary['run_name']}`",
+        "",
+        f"{summary['n_planned']:,} judgments planned; {summary['n_judged_now']:,} made now "
+        f"({summary['n_sent']:,} requests sent, {summary['n_cached']:,} from the warehouse).",
+        "",
+        "| personality | CoT | method | items | parse failures |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['personality']} | {r['cot']} | {r['confidence_method']} | {r['n_items']} | {r['n_failures']} |"
+        for r in shares.iter_rows(named=True)
+    ]
+    try:
+        create_markdown_artifact("\n".join(lines), key="judge-summary", description="judge run summary")
+    except Exception as exc:  # noqa: BLE001 - an artifact is a nicety; the run itself succeeded
+        get_run_logger().warning("could not create artifact: %s", exc)

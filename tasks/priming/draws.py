@@ -22,7 +22,7 @@ from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import connect
-from tasks.priming.judging import CONDITIONS, BatchItem
+from tasks.priming.asking import CONDITIONS, BatchItem
 
 DEFAULT_BATCH_SETTINGS = ((4, 4), (4, 8), (8, 8))
 LEVELS = {"epilogue": 2, "high": 3, "low": 0}

@@ -21,8 +21,8 @@ from peras.prompting import DEFAULT_CODE
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import connect, now, open_migrated, transaction
+from tasks.priming.asking import BatchItem
 from tasks.priming.draws import planned_frame
-from tasks.priming.judging import BatchItem
 
 POOLED = "*"  # query_id of the rows pooled over every topic of the run
 SETTING_KEYS = ["n_prologue", "n_epilogue", "personality"]

@@ -1,59 +1,95 @@
-"""Priming tasks: register the run, ask the planned batches chunk by chunk into shards, load them, gate.
+"""Priming tasks: register the run, hand the planned batches to the engine, gate.
 
-The trials themselves are drawn in tasks/priming/draws.py, the statistics computed in tasks/priming/stats.py.
+The trials are drawn in tasks/priming/draws.py, asked as tasks/priming/asking.py says, and the statistics are
+computed in tasks/priming/stats.py.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from dataclasses import asdict
-from pathlib import Path
+import uuid
 from typing import Any
 
-import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
-from peras.prompting import Personality, request_hash
+from peras.prompting import DEFAULT_CODE, Personality
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import connect, now, open_migrated
-from tasks.engine.shards import ShardWriter, move_shards
-from tasks.judge.tasks import run_client
+from peras.warehouse import now, open_migrated
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.spec import RunIdentity
+from tasks.priming.asking import BatchConfig, BatchItem, PrimingPlan, PrimingStage
 from tasks.priming.draws import Pools, planned_frame
-from tasks.priming.judging import BatchConfig, BatchItem, BatchJudge
-from tasks.priming.prompt import build_batch_messages
+from tasks.priming.prompt import batch_prompt
+
+EMBEDDED_MAX_TOKENS = 256  # a JSON object of 16 ids and scores is about 130 tokens
+
+
+def personality_codes(personalities: list[str] | None) -> list[str] | None:
+    """The codes to select: none given means the default condition only, 'all' means every one (None)."""
+    if not personalities:
+        return [DEFAULT_CODE]
+    return None if "all" in personalities else personalities
+
+
+def default_run_name(collection: str, model: str) -> str:
+    """e.g. dl19-priming-qwen2.5-coder-0.5b-instruct-q4_k_m."""
+    return f"{collection}-priming-{model.replace('/', '_')}"
+
+
+def batch_config(endpoint: Endpoint, frequency_penalty: float | None, presence_penalty: float | None) -> BatchConfig:
+    """Remote models get the prompt's sampling alone; the embedded model also an answer cap (recorded)."""
+    sampling = batch_prompt().sampling
+    if endpoint.is_embedded:
+        return BatchConfig(
+            endpoint.model,
+            endpoint.backend,
+            sampling,
+            EMBEDDED_MAX_TOKENS,
+            frequency_penalty,
+            presence_penalty,
+            extra_body={"cache_prompt": True},
+        )
+    return BatchConfig(endpoint.model, endpoint.backend, sampling, None, frequency_penalty, presence_penalty)
+
+
+def run_parameters(config: BatchConfig) -> dict[str, Any]:
+    """What fixes a run besides collection, model and seed: the request parameters and the prompt file."""
+    return {"request_params": config.params(), "prompt_sha256": batch_prompt().fingerprint}
 
 
 @task(cache_policy=NO_CACHE)
 def register_priming_run(
     settings: Settings,
-    run_name: str,
+    warehouse_id: str,
+    run_name: str | None,
     collection_id: str,
     config: BatchConfig,
     seed: int,
-    run_params: dict[str, Any],
     scope: dict[str, Any],
-) -> None:
+) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
-    params = json.dumps(run_params, sort_keys=True)
+    name = run_name or default_run_name(collection_id, config.model)
+    params = json.dumps(run_parameters(config), sort_keys=True)
     with open_migrated(settings.warehouse) as con:
-        found = run_sql(con, "priming/select_run", {"run_name": run_name}).fetchall()
+        found = run_sql(con, "priming/select_run", {"run_name": name}).fetchall()
         row = found[0] if found else None
         if row is not None:
-            _, have_collection, have_model, have_seed, have_params = row
+            run_id, have_collection, have_model, have_seed, have_params = row
             if (have_collection, have_model, have_seed) != (collection_id, config.model, seed) or json.loads(
                 have_params
             ) != json.loads(params):
                 raise UsageError(
-                    f"priming run {run_name!r} already exists with another collection, model, seed, prompt or "
+                    f"priming run {name!r} already exists with another collection, model, seed, prompt or "
                     "request parameters; choose another --run-name"
                 )
+        else:
+            run_id = uuid.uuid4().hex[:16]
         values = {
-            "priming_run_id": config.run_id,
-            "run_name": run_name,
+            "priming_run_id": run_id,
+            "run_name": name,
             "collection_id": collection_id,
             "model": config.model,
             "backend": config.backend,
@@ -63,83 +99,34 @@ def register_priming_run(
             "created_at": now(),
         }
         run_sql(con, "priming/insert_run" if row is None else "priming/start_run", values)
+    return RunIdentity(warehouse_id, "priming", run_id, name, config.model, config.backend)
+
+
+def plan_priming(run: RunIdentity, planned: list[BatchItem]) -> PrimingPlan:
+    """The planned batches; those with a stored outcome are skipped when asked."""
+    return PrimingPlan(run.run_id, planned)
 
 
 @task(cache_policy=NO_CACHE)
-def load_priming_shards(settings: Settings, run_id: str) -> int:
-    """Move the run's shards into the warehouse (requests, then batch outcomes; idempotent), then delete them."""
-    return move_shards(settings.warehouse, shard_dir(settings, run_id),
-                       {"requests": "judge/load_shard_requests", "judgments": "priming/load_shard_batches"})
+def count_pending_batches(settings: Settings, plan: PrimingPlan) -> int:
+    """How many planned batches have no stored outcome yet."""
+    from tasks.engine.store import WarehouseThread
+
+    thread = WarehouseThread(settings.warehouse)
+    try:
+        return plan.count(thread.fetch)
+    finally:
+        thread.close()
 
 
-def shard_dir(settings: Settings, run_id: str) -> Path:
-    """Priming shards live apart from judge shards."""
-    return settings.shards / "priming" / run_id
-
-
-@task(cache_policy=NO_CACHE)
-def select_pending(settings: Settings, run_id: str, planned: list[BatchItem]) -> list[BatchItem]:
-    """The planned batches that have no stored outcome yet."""
-    with connect(settings.warehouse, read_only=True) as con:
-        done = set(run_sql(con, "priming/select_done", {"priming_run_id": run_id}).fetchall())
-    return [
-        i for i in planned if (i.query_id, i.trial, i.n_prologue, i.n_epilogue, i.personality, i.condition) not in done
-    ]
-
-
-@task(cache_policy=NO_CACHE)
-def load_cached_answers(
-    settings: Settings,
-    config: BatchConfig,
-    items: list[BatchItem],
-    pools: Pools,
-    personalities: dict[str, Personality],
-) -> dict[str, str]:
-    """Raw answers already stored for the requests these batches will send (any run, e.g. a killed one)."""
-    wanted = {
-        request_hash(config.model, _messages_of(item, pools, personalities), config.params(), 0) for item in items
-    }
-    if not wanted:
-        return {}
-    with connect(settings.warehouse, read_only=True) as con:
-        con.register("wanted_requests", pl.DataFrame({"request_id": sorted(wanted)}).to_arrow())
-        rows = run_sql(con, "priming/select_cached_answers").fetchall()
-    return dict(rows)
-
-
-def _messages_of(item: BatchItem, pools: Pools, personalities: dict[str, Personality]) -> list[dict[str, str]]:
-    passages = [(doc_id, pools.texts[doc_id]) for doc_id in item.doc_ids]
-    return build_batch_messages(personalities[item.personality], pools.topics[item.query_id].query, passages)
-
-
-@task(cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
-def judge_batches(
-    settings: Settings,
-    base_urls: list[str],
-    config: BatchConfig,
-    chunk_name: str,
-    items: list[BatchItem],
-    pools: Pools,
-    personalities: dict[str, Personality],
-    cache: dict[str, str],
-    bar: Any = None,
-) -> dict[str, Any]:
-    """Ask one chunk of batches with async concurrency, journaling to its shard."""
+def priming_stage(config: BatchConfig, personalities: list[Personality], pools: Pools) -> PrimingStage:
+    """Priming's half of the engine contract: batches to requests, answers to batch outcomes."""
     queries = {query_id: pool.query for query_id, pool in pools.topics.items()}
-    texts = {doc_id: pools.texts[doc_id] for item in items for doc_id in item.doc_ids}
-
-    async def ask_all() -> dict[str, Any]:
-        async with run_client(settings, base_urls, config.model) as client:
-            on_item = bar.advance if bar else None
-            judge = BatchJudge(client, config, personalities, queries, texts, cache, writer, on_item)
-            return asdict(await judge.run(items, settings.concurrency * len(base_urls)))
-
-    with ShardWriter(shard_dir(settings, config.run_id), chunk_name) as writer:
-        return asyncio.run(ask_all())
+    return PrimingStage(config, {p.code: p for p in personalities}, queries, pools.texts)
 
 
 @task(cache_policy=NO_CACHE)
-def check_priming_run(settings: Settings, run_id: str, planned: list[BatchItem]) -> int:
+def check_priming_run(settings: Settings, run: RunIdentity, planned: list[BatchItem]) -> int:
     """The priming gate (sql/priming/assert_run_valid.sql); on failure the statistics stay unpublished.
 
     Returns the number of planned batches recorded as failures (under the threshold when it returns).
@@ -149,15 +136,13 @@ def check_priming_run(settings: Settings, run_id: str, planned: list[BatchItem])
         problems = run_sql(
             con,
             "priming/assert_run_valid",
-            {"priming_run_id": run_id, "max_share": settings.max_parse_failure_share},
+            {"priming_run_id": run.run_id, "max_share": settings.max_parse_failure_share},
         ).fetchall()
-        [(n_failures,)] = run_sql(con, "priming/count_failures", {"priming_run_id": run_id}).fetchall()
+        [(n_failures,)] = run_sql(con, "priming/count_failures", {"priming_run_id": run.run_id}).fetchall()
         if problems:
-            run_sql(
-                con,
-                "priming/set_run_status",
-                {"priming_run_id": run_id, "status": "failed_check", "finished_at": now()},
-            )
+            reason = f"{len(problems)} problem(s): {problems[0][0]}"
+            params = {"run_id": run.run_id, "status": "failed_check", "status_reason": reason, "finished_at": now()}
+            run_sql(con, "priming/set_run_status", params)
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
         raise CheckFailed(
@@ -166,6 +151,31 @@ def check_priming_run(settings: Settings, run_id: str, planned: list[BatchItem])
     return int(n_failures)
 
 
-def chunked(items: list[BatchItem], size: int) -> list[list[BatchItem]]:
-    """Consecutive chunks of at most `size` batches (order kept: a personality's batches stay together)."""
-    return [items[start : start + size] for start in range(0, len(items), size)]
+def summarize(
+    run: RunIdentity,
+    endpoint: Endpoint,
+    scope: dict[str, Any],
+    n_batches: int,
+    n_failures: int,
+    stats: dict[str, Any],
+    tables: Any,
+    plots: list[str],
+) -> dict[str, Any]:
+    """Counts and tables for the CLI and the artifact."""
+    return {
+        "run_name": run.run_name,
+        "run_id": run.run_id,
+        "model": endpoint.model,
+        "backend": endpoint.backend,
+        "n_topics": len(scope["topics"]),
+        **scope,
+        "n_batches": n_batches,
+        "n_judged_now": stats["n_items"],
+        "n_sent": stats["n_sent"],
+        "n_cached": stats["n_cached"],
+        "n_failures": n_failures,
+        "analysis": tables.analysis,
+        "pooled": tables.personalities,
+        "index": tables.index,
+        "plots": plots,
+    }

@@ -1,0 +1,45 @@
+-- Merge staged judgments (requests are merged first): only judgments derivable from the stored requests go in
+-- (the others are left out and asked again from the stored answers); a stored judgment made on texts that have
+-- changed since is replaced, the old one kept in judgment_history. Returns the number left out.
+create or replace temp table outcome_check as
+select * from judgment_check('staged_outcomes');
+
+create or replace temp table outcome_merge as
+select
+    s.*,
+    case
+        when not c.is_derivable then 'drop'
+        when j.run_id is null then 'new'
+        when j.text_sha is distinct from s.text_sha and s.text_sha is not null then 'replace'
+        else 'keep'
+    end as action
+from staged_outcomes as s
+inner join outcome_check as c using (run_id, query_id, doc_id, personality, cot, confidence_method)
+left join judgments as j using (run_id, query_id, doc_id, personality, cot, confidence_method);
+
+insert into judgment_history
+select j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method, j.label, j.confidence, j.status,
+       j.label_request_id, j.confidence_request_id, j.text_sha, j.judged_at, $replaced_at, 'text changed'
+from judgments as j
+inner join outcome_merge as m using (run_id, query_id, doc_id, personality, cot, confidence_method)
+where m.action = 'replace';
+
+update judgments as j
+set label = m.label, confidence = m.confidence, expected_score = m.expected_score, status = m.status,
+    reason = m.reason, label_request_id = m.label_request_id, confidence_request_id = m.confidence_request_id,
+    judged_at = m.judged_at, text_sha = m.text_sha, sample_request_ids = m.sample_request_ids
+from outcome_merge as m
+where m.action = 'replace' and j.run_id = m.run_id and j.query_id = m.query_id and j.doc_id = m.doc_id
+  and j.personality = m.personality and j.cot = m.cot and j.confidence_method = m.confidence_method;
+
+insert into judgments (
+    run_id, query_id, doc_id, personality, cot, confidence_method, label, confidence, expected_score, status, reason,
+    label_request_id, confidence_request_id, judged_at, text_sha, sample_request_ids
+)
+select
+    run_id, query_id, doc_id, personality, cot, confidence_method, label, confidence, expected_score, status, reason,
+    label_request_id, confidence_request_id, judged_at, text_sha, sample_request_ids
+from outcome_merge
+where action = 'new';
+
+select count(*) from outcome_merge where action = 'drop'

@@ -1,0 +1,58 @@
+-- Why: a judgment must be derivable from the stored requests it references, so the warehouse never contradicts
+-- itself (a confidence that differs from the raw answer it points to). Returns, for every judgment of the table
+-- named, whether it is derivable and, if not, why:
+-- - its label request is stored, asked of the run's model, and its answer reads as the judgment's label
+--   (a label failure: the answer does not read; an error: the request or the confidence request was refused);
+-- - verbalized: the confidence request is stored and reads as the judgment's confidence;
+-- - sampling: every vote's request is stored, and the label's share of the votes is the confidence.
+create or replace macro judgment_check(source_table) as table
+with judged as (
+    select * from query_table(source_table)
+),
+
+votes as (
+    select
+        j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method,
+        count(*) as n_votes,
+        count(r.request_id) as n_found,
+        count(*) filter (where r.parse_status = 'ok' and r.parsed_value = j.label) as n_for_label
+    from judged as j, unnest(j.sample_request_ids) as u(vote_request_id)
+    left join llm_requests as r on r.request_id = u.vote_request_id
+    where j.confidence_method = 'sampling'
+    group by all
+),
+
+checked as (
+    select
+        j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method,
+        case
+            when lr.request_id is null and j.status <> 'error' then 'its label request is not stored'
+            when j.status = 'error' then case
+                when coalesce(lr.parse_status, '') <> 'refused' and coalesce(cr.parse_status, '') <> 'refused'
+                    then 'an error, but no stored request was refused'
+            end
+            when j.status = 'label_parse_failure' and j.confidence_method <> 'sampling' and lr.parse_status = 'ok'
+                then 'a label failure, but its label request reads'
+            when j.label is not null and j.confidence_method <> 'sampling'
+                 and (lr.parse_status <> 'ok' or lr.parsed_value is distinct from j.label)
+                then format('label {} but its request reads {}', j.label, lr.parsed_value)
+            when j.confidence_method = 'verbalized' and j.status = 'ok'
+                 and (cr.request_id is null or cr.parse_status <> 'ok' or cr.parsed_value is distinct from j.confidence)
+                then format('confidence {} but its request reads {}', j.confidence, cr.parsed_value)
+            when j.confidence_method = 'verbalized' and j.status = 'confidence_parse_failure'
+                 and (cr.request_id is null or cr.parse_status = 'ok')
+                then 'a confidence failure, but its confidence request reads (or is not stored)'
+            when j.confidence_method = 'sampling' and j.status = 'ok'
+                 and (v.n_found is distinct from v.n_votes
+                      or abs(100.0 * v.n_for_label / v.n_votes - j.confidence) > 1e-9)
+                then 'its votes are not all stored or do not give its label and confidence'
+        end as problem
+    from judged as j
+    left join llm_requests as lr on lr.request_id = j.label_request_id
+    left join llm_requests as cr on cr.request_id = j.confidence_request_id
+    left join votes as v
+        on v.run_id = j.run_id and v.query_id = j.query_id and v.doc_id = j.doc_id
+       and v.personality = j.personality and v.cot = j.cot and v.confidence_method = j.confidence_method
+)
+
+select *, problem is null as is_derivable from checked

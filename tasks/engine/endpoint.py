@@ -1,0 +1,77 @@
+"""Where an LLM stage's requests go: the configured endpoint(s), or the embedded llama.cpp server started for it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from peras.errors import UsageError
+from peras.llm.client import LLMClient
+from peras.settings import Settings
+
+EMBEDDED = "llama.cpp"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Base URLs (credentials included, never recorded), the model they serve, the backend label."""
+
+    base_urls: list[str]
+    model: str
+    backend: str
+
+    @property
+    def is_embedded(self) -> bool:
+        """The llama.cpp server peras starts itself."""
+        return self.backend == EMBEDDED
+
+    @property
+    def public_urls(self) -> list[str]:
+        """The URLs as they may be recorded: without user name or password."""
+        return [public_url(url) for url in self.base_urls]
+
+
+def public_url(url: str) -> str:
+    """A URL without the `user:password@` part (a key in the userinfo must never reach logs or Prefect)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+@contextlib.contextmanager
+def serving_endpoint(settings: Settings, backend: str | None) -> Iterator[Endpoint]:
+    """The configured endpoint, or the embedded llama.cpp server started (and stopped) around the block."""
+    if settings.base_urls:
+        if not settings.model:
+            raise UsageError("--base-url needs --model (the name the server serves)")
+        yield Endpoint(settings.base_urls, settings.model, backend or "openai-compatible")
+        return
+    from peras.local_model import local_server
+
+    with local_server(settings) as server:
+        yield Endpoint([server.base_url], server.model, EMBEDDED)
+
+
+def make_client(
+    settings: Settings,
+    endpoint: Endpoint,
+    budget: int | None = None,
+    on_notice: Callable[[str], None] | None = None,
+) -> LLMClient:
+    """The client a run sends through: key variable, per-URL concurrency and machine-wide slots, retries,
+    the request deadline and what is left of the run's budget."""
+    return LLMClient(
+        endpoint.base_urls,
+        endpoint.model,
+        settings.api_key_env,
+        settings.concurrency,
+        settings.request_timeout_s,
+        settings.max_retries,
+        budget,
+        slots_dir=settings.slots_dir,
+        deadline_s=settings.request_deadline_s,
+        on_notice=on_notice,
+    )

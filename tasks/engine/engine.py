@@ -1,0 +1,255 @@
+"""The asking engine: every stage that talks to an LLM runs its items through this.
+
+A stage hands over a plan (items, streamed) and a handler that turns an item into `Ask`s and their `Answer`s into
+an outcome row. The engine owns the rest:
+- bounded async sending: `concurrency x URLs` items in flight for the whole run, no barrier between chunks;
+- the answer cache: an identical request (model, messages, parameters, sample index) is answered from the
+  warehouse, whatever its purpose. A stored failure (unreadable, refused) is reused only by the run that stored
+  it, unless `retry_failed`; any other run asks again and the new answer replaces it (the old one is kept);
+- regeneration: an unreadable answer is asked again up to the Ask's limit, every attempt recorded;
+- journaling to shards (tasks/engine/shards.py), loaded into the warehouse as they fill (so progress is visible),
+  with the outcomes that contradict a stored answer left out and asked again in a further pass;
+- progress, counts, and the run-wide request budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from peras.errors import BudgetReached, RequestRejected
+from peras.llm.client import LLMClient
+from peras.prompting import request_hashes
+from peras.warehouse import now
+from tasks.engine.shards import ShardJournal, load_shards, shard_dir
+from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage
+from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
+
+MAX_PASSES = 3  # a pass after the first only re-derives outcomes from stored answers
+
+
+class Engine:
+    """Runs one stage's plan for one run against one client."""
+
+    def __init__(
+        self,
+        client: LLMClient,
+        identity: RunIdentity,
+        stage: Stage,
+        warehouse: Path,
+        shards_root: Path,
+        concurrency: int,
+        rows_per_shard: int,
+        retry_failed: bool = False,
+        on_item: Callable[[], None] | None = None,
+        on_shard: Callable[[EngineStats], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.identity = identity
+        self.stage = stage
+        self.warehouse = warehouse
+        self.shards_root = shards_root
+        self.concurrency = concurrency
+        self.rows_per_shard = rows_per_shard
+        self.retry_failed = retry_failed
+        self.on_item = on_item
+        self.on_shard = on_shard
+        self.stats = EngineStats()
+        self.thread = WarehouseThread(warehouse)
+        self.cache = AnswerCache(self.thread, identity.model)
+        self._in_flight: dict[str, asyncio.Future[Answer]] = {}
+        self._loads: list[asyncio.Future[int]] = []
+        self._journal: ShardJournal | None = None
+
+    async def run(self, plan: Plan) -> EngineStats:
+        """Ask every item of the plan; repeat for items whose outcomes were refused at loading."""
+        try:
+            await self.thread.call(self.cache.refresh)
+            while self.stats.passes < MAX_PASSES:
+                self.stats.passes += 1
+                n_items = self.thread.run(plan.count, self.thread.fetch) if self.stats.passes > 1 else None
+                if n_items == 0:
+                    break
+                dropped_before = self.stats.n_dropped
+                await self._one_pass(plan.items(self.thread.fetch))
+                if self.stats.n_dropped == dropped_before:
+                    break
+        finally:
+            self.thread.close()
+        return self.stats
+
+    async def _one_pass(self, items: Iterator[Any]) -> None:
+        loop = asyncio.get_running_loop()
+        journal = ShardJournal(
+            shard_dir(self.shards_root, self.identity),
+            self.identity,
+            self.rows_per_shard,
+            on_closed=lambda files: self._loads.append(loop.create_task(self._load(files))),
+        )
+        self._journal = journal
+        spent: list[BudgetReached] = []
+
+        async def worker() -> None:
+            for item in items:  # one shared iterator: each item is taken by exactly one worker
+                if spent:
+                    return
+                try:
+                    row = await self.stage.handle(item, self.ask)
+                except BudgetReached as exc:  # items in flight finish; no new item starts
+                    spent.append(exc)
+                    return
+                self._finish(journal, row)
+
+        workers = [loop.create_task(worker()) for _ in range(max(1, self.concurrency))]
+        try:
+            await asyncio.gather(*workers)
+            if spent:
+                raise spent[0]
+        finally:
+            for task in workers:
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.gather(*workers, return_exceptions=True)
+            journal.close()
+            results = await asyncio.gather(*self._loads, return_exceptions=True)
+            self._loads.clear()
+            errors = [result for result in results if isinstance(result, BaseException)]
+            if errors:
+                raise errors[0]
+
+    async def _load(self, files: list[Path]) -> int:
+        paths = {"requests": [str(files[0])], "outcomes": [str(files[1])]}
+        dropped = await self.thread.call(load_shards, self.warehouse, self.shards_root, self.identity, paths)
+        self.stats.n_dropped += dropped
+        await self.thread.call(self.cache.refresh)
+        if self.on_shard is not None:
+            self.on_shard(self.stats)
+        return dropped
+
+    def _finish(self, journal: ShardJournal, row: dict[str, Any]) -> None:
+        self.stats.n_items += 1
+        if row.get("status") != "ok":
+            self.stats.n_failures += 1
+        journal.outcome(row | {"judged_at": now().isoformat()})
+        if self.on_item is not None:
+            self.on_item()
+
+    async def ask(self, spec: Ask) -> Answer:
+        """The answer to one request: from the warehouse if stored (and usable), else asked now."""
+        request_id, prompt_hash = request_hashes(self.identity.model, spec.messages, spec.params, spec.sample_index)
+        shared = self._in_flight.get(request_id)
+        if shared is not None:
+            self.stats.n_cached += 1
+            return await asyncio.shield(shared)
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self._in_flight[request_id] = future
+        try:
+            answer = await self._answer(spec, request_id, prompt_hash)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: a request nobody else waits for must not warn
+            raise
+        else:
+            future.set_result(answer)
+            return answer
+        finally:
+            del self._in_flight[request_id]
+
+    async def _answer(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
+        stored = await self.cache.get(request_id)
+        if stored is not None and self._usable(stored):
+            self.stats.n_cached += 1
+            if stored.parse_status == "refused":
+                raise RequestRejected(stored.parse_reason or "refused", request_id=request_id)
+            return Answer(request_id, spec.parse(stored.raw_text or ""), stored.raw_text or "", stored.logprobs, True)
+        return await self._send(spec, request_id, prompt_hash)
+
+    def _usable(self, stored: StoredAnswer) -> bool:
+        """Answers that read are always reused; failures only by the run that stored them, unless retrying."""
+        if stored.parse_status == "ok":
+            return True
+        return stored.run_id == self.identity.run_id and not self.retry_failed
+
+    async def _send(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
+        texts: list[str] = []
+        started = time.perf_counter()
+        http = 0
+        result = None
+        try:
+            for _ in range(1 + spec.regenerations):
+                result = await self.client.chat(spec.messages, spec.params)
+                self.stats.n_sent += 1
+                http += result.attempts
+                texts.append(result.text)
+                parsed = spec.parse(result.text)
+                if parsed.ok:
+                    break
+        except RequestRejected as exc:
+            http += 1
+            self._journal_request(
+                spec, request_id, prompt_hash, None, texts, None, "refused", str(exc)[:500], http, started
+            )
+            raise RequestRejected(str(exc), request_id=request_id) from exc
+        finally:
+            self.stats.n_http += http
+        assert result is not None
+        logprobs = result.logprobs[0] if result.logprobs else None
+        value = getattr(parsed, "value", None)
+        self._journal_request(
+            spec,
+            request_id,
+            prompt_hash,
+            result,
+            texts,
+            value if isinstance(value, int | float) and not isinstance(value, bool) else None,
+            "ok" if parsed.ok else "parse_failure",
+            None if parsed.ok else parsed.reason,
+            http,
+            started,
+            logprobs,
+        )
+        return Answer(request_id, parsed, result.text, logprobs, False)
+
+    def _journal_request(
+        self,
+        spec: Ask,
+        request_id: str,
+        prompt_hash: str,
+        result: Any,
+        texts: list[str],
+        value: float | None,
+        status: str,
+        reason: str | None,
+        http: int,
+        started: float,
+        logprobs: list[dict[str, Any]] | None = None,
+    ) -> None:
+        assert self._journal is not None
+        self._journal.request(
+            {
+                "request_id": request_id,
+                "model": self.identity.model,
+                "backend": self.identity.backend,
+                "prompt_hash": prompt_hash,
+                "purpose": spec.purpose,
+                "params": spec.params,
+                "messages": spec.messages,
+                "raw_text": result.text if result is not None else None,
+                "attempts": len(texts),
+                "attempt_texts": texts,
+                "parsed_value": value,
+                "parse_status": status,
+                "parse_reason": reason,
+                "logprobs": logprobs,
+                "prompt_tokens": result.prompt_tokens if result is not None else None,
+                "completion_tokens": result.completion_tokens if result is not None else None,
+                "cached_tokens": result.cached_tokens if result is not None else None,
+                "latency_ms": (time.perf_counter() - started) * 1000.0,
+                "created_at": now().isoformat(),
+                "http_requests": http,
+            }
+        )

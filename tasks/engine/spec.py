@@ -1,0 +1,125 @@
+"""What a stage hands the asking engine and what it gets back.
+
+A stage (judge, priming, ...) turns each of its work items into one or more `Ask`s (messages, parameters, how to
+read the answer) and turns the `Answer`s into its outcome row. Everything else is the engine's: the answer cache,
+sending, regeneration, journaling, loading and the failure record (tasks/engine/engine.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+MAX_REGENERATIONS = 4  # an unreadable answer is asked again at most this many times
+
+
+class Parsed(Protocol):
+    """What a parse function returns: ok, the value read (any JSON-able) and, if not ok, why."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedValue:
+    """A generic parse result for stages whose value is not a single number."""
+
+    value: Any
+    ok: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One request a stage wants answered."""
+
+    messages: list[dict[str, str]]
+    params: dict[str, Any]
+    purpose: str  # recorded: 'label', 'confidence', 'batch', ...
+    parse: Callable[[str], Any]  # raw text -> Parsed (with .ok, .reason and a value attribute)
+    sample_index: int = 0
+    regenerations: int = MAX_REGENERATIONS
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A parsed answer, asked now or served from the warehouse."""
+
+    request_id: str
+    parsed: Any  # the parse function's result
+    text: str
+    logprobs: list[dict[str, Any]] | None
+    from_cache: bool
+
+    @property
+    def ok(self) -> bool:
+        """The answer was read."""
+        return bool(self.parsed.ok)
+
+    @property
+    def reason(self) -> str:
+        """Why it could not be read (or how it was)."""
+        return str(self.parsed.reason)
+
+
+AskFn = Callable[[Ask], Awaitable[Answer]]
+
+
+class Stage(Protocol):
+    """A stage that asks an LLM: builds requests for an item and turns their answers into one outcome row."""
+
+    kind: str  # 'judge', 'priming': names the shard folder and the outcome loader (sql/<kind>/merge_outcomes.sql)
+
+    async def handle(self, item: Any, ask: AskFn) -> dict[str, Any]:
+        """The outcome row of one item (the engine adds run and warehouse identity, time and status counts)."""
+        ...
+
+
+class Plan(Protocol):
+    """The items still to do, streamed: counted first, then iterated (both may read the warehouse)."""
+
+    def count(self, fetch: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]) -> int: ...
+
+    def items(self, fetch: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """Which warehouse and which run a journal line belongs to (verified when shards are loaded)."""
+
+    warehouse_id: str
+    kind: str
+    run_id: str
+    run_name: str
+    model: str
+    backend: str
+
+
+@dataclass
+class EngineStats:
+    """What a run's asking did: items finished, requests sent, answers reused, failures."""
+
+    n_items: int = 0
+    n_sent: int = 0
+    n_http: int = 0
+    n_cached: int = 0
+    n_failures: int = 0
+    n_dropped: int = 0  # outcomes refused at loading (contradicting a stored answer) and asked again
+    passes: int = 0
+    notices: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain counts for summaries."""
+        return {
+            "n_items": self.n_items,
+            "n_sent": self.n_sent,
+            "n_http": self.n_http,
+            "n_cached": self.n_cached,
+            "n_failures": self.n_failures,
+            "n_dropped": self.n_dropped,
+            "passes": self.passes,
+        }

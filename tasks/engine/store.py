@@ -1,0 +1,133 @@
+"""The engine's one door to the warehouse: a single thread that runs every query and load of a run.
+
+DuckDB refuses a read-only and a read-write connection to one file in the same process, and a connection held
+open locks the file against other processes. So the engine opens a short connection per operation, always
+from this one thread: plan queries, answer look-ups, shard loads. The event loop never waits on DuckDB except
+for the plan's group queries.
+
+Answer look-ups are cheap when the answer is not stored: the model's stored request ids are held as a sorted
+array of 64-bit prefixes (8 bytes each), so a miss is answered in memory; hits are fetched in batches (every
+look-up waiting while the previous batch ran goes in the next one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import polars as pl
+
+from peras.sql import run_sql
+from peras.warehouse import connect
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    """A request's stored answer: what it said, whether it read, and which run stored it."""
+
+    raw_text: str | None
+    logprobs: list[dict[str, Any]] | None
+    parse_status: str  # 'ok', 'parse_failure', 'refused'
+    parse_reason: str | None
+    run_id: str | None
+
+
+def id_prefix(request_id: str) -> int:
+    """The first 64 bits of a request id (hex sha256), as an unsigned integer."""
+    return int(request_id[:16], 16)
+
+
+class WarehouseThread:
+    """Runs warehouse work on one thread; `call` from the event loop, `run` from synchronous code."""
+
+    def __init__(self, warehouse: Path) -> None:
+        self.warehouse = warehouse
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="peras-warehouse")
+
+    async def call(self, func: Callable[..., T], *args: Any) -> T:
+        """Await `func(*args)` on the warehouse thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, func, *args)
+
+    def run(self, func: Callable[..., T], *args: Any) -> T:
+        """`func(*args)` on the warehouse thread, waiting for it."""
+        return self._executor.submit(func, *args).result()
+
+    def fetch(self, sql_name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query (for plans), on the warehouse thread."""
+        return self.run(self._fetch, sql_name, params)
+
+    def _fetch(self, sql_name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with connect(self.warehouse, read_only=True) as con:
+            return list(run_sql(con, sql_name, params).fetchall())
+
+    def close(self) -> None:
+        """Finish queued work and stop the thread."""
+        self._executor.shutdown(wait=True)
+
+
+class AnswerCache:
+    """Stored answers of one model, looked up by request id (batched, misses answered in memory)."""
+
+    def __init__(self, thread: WarehouseThread, model: str) -> None:
+        self.thread = thread
+        self.model = model
+        self._prefixes = np.empty(0, dtype=np.uint64)
+        self._waiting: dict[str, list[asyncio.Future[StoredAnswer | None]]] = {}
+        self._busy = False
+
+    def refresh(self) -> None:
+        """Re-read which requests of the model are stored (call on the warehouse thread)."""
+        with connect(self.thread.warehouse, read_only=True) as con:
+            rows = run_sql(con, "engine/select_request_prefixes", {"model": self.model}).fetchnumpy()
+        self._prefixes = np.sort(rows["prefix"].astype(np.uint64))
+
+    def might_have(self, request_id: str) -> bool:
+        """False when the request is certainly not stored."""
+        prefix = id_prefix(request_id)
+        position = int(np.searchsorted(self._prefixes, np.uint64(prefix)))
+        return position < len(self._prefixes) and int(self._prefixes[position]) == prefix
+
+    async def get(self, request_id: str) -> StoredAnswer | None:
+        """The stored answer, or None."""
+        if not self.might_have(request_id):
+            return None
+        future: asyncio.Future[StoredAnswer | None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(request_id, []).append(future)
+        if not self._busy:
+            self._busy = True
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, {}
+                try:
+                    found = await self.thread.call(self._lookup, sorted(batch))
+                except Exception as exc:  # noqa: BLE001 - every waiter gets the error
+                    for futures in batch.values():
+                        for future in futures:
+                            future.set_exception(exc)
+                    continue
+                for request_id, futures in batch.items():
+                    for future in futures:
+                        future.set_result(found.get(request_id))
+        finally:
+            self._busy = False
+
+    def _lookup(self, request_ids: list[str]) -> dict[str, StoredAnswer]:
+        with connect(self.thread.warehouse, read_only=True) as con:
+            con.register("wanted_requests", pl.DataFrame({"request_id": request_ids}).to_arrow())
+            rows = run_sql(con, "engine/select_stored_answers").fetchall()
+        return {
+            request_id: StoredAnswer(raw_text, json.loads(logprobs) if logprobs else None, status, reason, run_id)
+            for request_id, raw_text, logprobs, status, reason, run_id in rows
+        }

@@ -1,0 +1,173 @@
+"""The engine's Prefect tasks, used by every LLM stage's flow: check the endpoint, load shards, ask, record."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
+
+from peras.progress import track
+from peras.settings import Settings
+from peras.sql import run_sql
+from peras.warehouse import connect, now, open_migrated
+from tasks.engine.endpoint import Endpoint, make_client
+from tasks.engine.engine import Engine
+from tasks.engine.shards import load_shards
+from tasks.engine.spec import EngineStats, Plan, RunIdentity, Stage
+
+T = TypeVar("T")
+
+
+def opaque(value: T) -> T:
+    """Pass a large value to a task without Prefect walking every element (to find futures) on each call.
+
+    Without it, judging DL19 against a fast server spent most of its time in Prefect's parameter resolution.
+    """
+    return cast(T, quote(value))
+
+
+@task(cache_policy=NO_CACHE)
+def check_endpoint(settings: Settings, endpoint: Endpoint) -> None:
+    """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model."""
+
+    async def ready() -> None:
+        async with make_client(settings, endpoint) as client:
+            await client.check_ready()
+
+    asyncio.run(ready())
+
+
+@task(cache_policy=NO_CACHE)
+def identify_warehouse(settings: Settings) -> str:
+    """The warehouse's identity (its shards are kept under it), migrating the warehouse if needed."""
+    with open_migrated(settings.warehouse) as con:
+        return str(run_sql(con, "engine/select_warehouse_id").fetchone()[0])
+
+
+@task(cache_policy=NO_CACHE)
+def load_run_shards(settings: Settings, identity: RunIdentity) -> int:
+    """Load whatever a run's earlier attempts journaled (a killed process, a crash) before planning."""
+    return load_shards(settings.warehouse, settings.shards, identity)
+
+
+@task(cache_policy=NO_CACHE)
+def ask_all(
+    settings: Settings,
+    endpoint: Endpoint,
+    identity: RunIdentity,
+    stage: Stage,
+    plan: Plan,
+    n_items: int,
+    rows_per_shard: int,
+    retry_failed: bool = False,
+) -> dict[str, Any]:
+    """Ask every planned item through the engine: one bounded stream for the whole run, loaded as it goes."""
+    if n_items == 0:
+        return EngineStats().as_dict()
+    budget = remaining_budget(settings, identity)
+    progress = ProgressArtifact(identity, n_items)
+    with track(f"{identity.kind} {identity.run_name}", n_items) as bar:
+
+        async def run() -> EngineStats:
+            async with make_client(settings, endpoint, budget, on_notice=notice) as client:
+                engine = Engine(
+                    client,
+                    identity,
+                    stage,
+                    settings.warehouse,
+                    settings.shards,
+                    settings.concurrency * len(endpoint.base_urls),
+                    rows_per_shard,
+                    retry_failed,
+                    on_item=bar.advance,
+                    on_shard=progress.update,
+                )
+                return await engine.run(plan)
+
+        stats = asyncio.run(run())
+    progress.update(stats)
+    return stats.as_dict()
+
+
+def remaining_budget(settings: Settings, identity: RunIdentity) -> int | None:
+    """What is left of the run-wide request budget, counting every HTTP request of earlier attempts."""
+    if settings.request_budget is None:
+        return None
+    with connect(settings.warehouse, read_only=True) as con:
+        used = int(run_sql(con, "engine/select_http_requests", {"run_id": identity.run_id}).fetchone()[0])
+    return max(0, settings.request_budget - used)
+
+
+def notice(message: str) -> None:
+    """A long wait the user should know about: in the flow log and on the terminal."""
+    with contextlib.suppress(Exception):
+        get_run_logger().warning(message)
+    print(f"{message}", file=sys.stderr, flush=True)
+
+
+class ProgressArtifact:
+    """A Prefect progress artifact for the run, updated each time a shard is loaded (seen in the UI)."""
+
+    def __init__(self, identity: RunIdentity, n_items: int) -> None:
+        self.n_items = n_items
+        self.identity = identity
+        self.artifact_id: Any = None
+        with contextlib.suppress(Exception):  # an artifact is a nicety; no Prefect context, no artifact
+            from prefect.artifacts import create_progress_artifact
+
+            self.artifact_id = create_progress_artifact(
+                progress=0.0,
+                key=f"{identity.kind}-progress-{identity.run_id}",
+                description=f"{identity.kind} run {identity.run_name}: items done of {n_items:,}",
+            )
+
+    def update(self, stats: EngineStats) -> None:
+        """Percent of the planned items done; counts in the flow log."""
+        if self.artifact_id is None:
+            return
+        with contextlib.suppress(Exception):
+            from prefect.artifacts import update_progress_artifact
+
+            update_progress_artifact(self.artifact_id, progress=min(100.0, 100.0 * stats.n_items / self.n_items))
+            get_run_logger().info(
+                "%s: %d of %d items, %d requests sent, %d answers reused, %d failures",
+                self.identity.run_name,
+                stats.n_items,
+                self.n_items,
+                stats.n_sent,
+                stats.n_cached,
+                stats.n_failures,
+            )
+
+
+@contextlib.contextmanager
+def recorded_run(settings: Settings, identity: RunIdentity) -> Iterator[None]:
+    """Mark the run 'running' for the block; if the block fails, 'failed' with the reason, then re-raise."""
+    set_run_status(settings.warehouse, identity, "running", None)
+    try:
+        yield
+    except BaseException as exc:
+        reason = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:500]
+        with contextlib.suppress(Exception):  # the original error matters more than this record
+            set_run_status(settings.warehouse, identity, "failed_check" if _is_gate(exc) else "failed", reason)
+        raise
+
+
+def set_run_status(warehouse: Path, identity: RunIdentity, status: str, reason: str | None) -> None:
+    """Record a run's state (sql/<kind>/set_run_status.sql)."""
+    params = {"run_id": identity.run_id, "status": status, "status_reason": reason, "finished_at": now()}
+    with open_migrated(warehouse) as con:
+        run_sql(con, f"{identity.kind}/set_run_status", params)
+
+
+def _is_gate(exc: BaseException) -> bool:
+    from peras.errors import CheckFailed
+
+    return isinstance(exc, CheckFailed)

@@ -1,0 +1,222 @@
+"""How the judge stage asks: a work item (pair, personality, CoT setting, confidence method) becomes requests.
+
+For each item the label request goes first; then the confidence comes from the method:
+- verbalized: a second request (same personality) states the label and asks for 0-100;
+- logprob: the label token's top log-probabilities over 0-3 (p of the chosen label x 100, and the
+  probability-weighted expected score);
+- sampling: n label requests at temperature 0.7 (seeds 0..n-1); majority label (ties: the lower label),
+  confidence = share of votes x 100, expected score = mean vote.
+An unreadable answer never becomes a label: after the engine's regenerations it is recorded as a failure with
+its reason. Everything about sending, caching and journaling is the engine's (tasks/engine/engine.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from peras.errors import RequestRejected
+from peras.llm.parsing import label_logprob_scores, label_token_top_logprobs, parse_confidence, parse_label
+from peras.prompting import Personality, build_confidence_messages, build_label_messages, sampling_params
+from tasks.engine.spec import Ask, AskFn
+
+METHODS = ("verbalized", "logprob", "sampling")
+Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A judged pair's texts and the hash of both (a judgment is tied to the texts it was made on)."""
+
+    query: str
+    passage: str
+    text_sha: str
+
+
+Pairs = dict[tuple[str, str], Pair]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItem:
+    """One judgment to make."""
+
+    query_id: str
+    doc_id: str
+    personality: str
+    cot: bool
+    method: str
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything about how to ask, fixed for a run (recorded in judge_runs.params)."""
+
+    model: str
+    backend: str
+    max_tokens_label: int | None = None
+    max_tokens_cot: int | None = None
+    max_tokens_confidence: int | None = None
+    n_samples: int = 10
+    sampling_temperature: float = 0.7
+    top_logprobs: int = 5
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def label_params(self, cot: bool, method: str) -> dict[str, Any]:
+        """Request parameters of the label request (temperature 0, top_p 1 from the prompt file)."""
+        params = sampling_params("label_cot" if cot else "label_nocot")
+        limit = self.max_tokens_cot if cot else self.max_tokens_label
+        if limit is not None:
+            params["max_tokens"] = limit
+        if method == "logprob":
+            params |= {"logprobs": True, "top_logprobs": self.top_logprobs}
+        if method == "sampling":
+            params["temperature"] = self.sampling_temperature
+        if self.extra_body:
+            params["extra_body"] = dict(self.extra_body)
+        return params
+
+    def confidence_params(self) -> dict[str, Any]:
+        """Request parameters of the post-hoc confidence request."""
+        params = sampling_params("confidence")
+        if self.max_tokens_confidence is not None:
+            params["max_tokens"] = self.max_tokens_confidence
+        if self.extra_body:
+            params["extra_body"] = dict(self.extra_body)
+        return params
+
+
+@dataclass
+class JudgePlan:
+    """The items of a run not yet judged on the current texts, in prefix-sharing order, streamed per group.
+
+    Groups are (personality, CoT setting, method): prompts of a group share their system and rubric prefix.
+    """
+
+    run_id: str
+    pairs: Pairs
+    personalities: list[str]
+    cot_settings: list[bool]
+    methods: list[str]
+
+    def groups(self) -> Iterator[tuple[str, bool, str]]:
+        """Personality, then setting, then method."""
+        for personality in self.personalities:
+            for cot in self.cot_settings:
+                for method in self.methods:
+                    yield personality, cot, method
+
+    def done(self, fetch: Fetch, personality: str, cot: bool, method: str) -> set[tuple[str, str]]:
+        """Pairs of the group with a stored judgment made on the texts as they are now."""
+        params = {"run_id": self.run_id, "personality": personality, "cot": cot, "confidence_method": method}
+        rows = fetch("judge/select_done_pairs", params)
+        return {
+            (query_id, doc_id)
+            for query_id, doc_id, text_sha in rows
+            if (pair := self.pairs.get((query_id, doc_id))) is not None and text_sha in (None, pair.text_sha)
+        }
+
+    def count(self, fetch: Fetch) -> int:
+        """Items still to judge."""
+        return sum(len(self.pairs) - len(self.done(fetch, *group)) for group in self.groups())
+
+    def items(self, fetch: Fetch) -> Iterator[WorkItem]:
+        """The items still to judge, one group's done set in memory at a time."""
+        for personality, cot, method in self.groups():
+            done = self.done(fetch, personality, cot, method)
+            for query_id, doc_id in self.pairs:
+                if (query_id, doc_id) not in done:
+                    yield WorkItem(query_id, doc_id, personality, cot, method)
+
+
+@dataclass
+class JudgeStage:
+    """Turns work items into label and confidence requests, and their answers into judgment rows."""
+
+    config: JudgeConfig
+    personalities: dict[str, Personality]
+    pairs: Pairs
+    kind: str = "judge"
+
+    async def handle(self, item: WorkItem, ask: AskFn) -> dict[str, Any]:
+        """One judgment row: label, confidence by the item's method, or the failure and why."""
+        pair = self.pairs[(item.query_id, item.doc_id)]
+        row: dict[str, Any] = {
+            "query_id": item.query_id,
+            "doc_id": item.doc_id,
+            "personality": item.personality,
+            "cot": item.cot,
+            "confidence_method": item.method,
+            "text_sha": pair.text_sha,
+        }
+        try:
+            if item.method == "sampling":
+                return row | await self._by_sampling(item, pair, ask)
+            return row | await self._by_label_then_confidence(item, pair, row, ask)
+        except RequestRejected as exc:
+            refused = {"status": "error", "reason": str(exc)[:500]}
+            key = "confidence_request_id" if "label_request_id" in row else "label_request_id"
+            return row | refused | {key: exc.request_id}
+
+    async def _by_label_then_confidence(
+        self, item: WorkItem, pair: Pair, row: dict[str, Any], ask: AskFn
+    ) -> dict[str, Any]:
+        personality = self.personalities[item.personality]
+        messages = build_label_messages(personality, pair.query, pair.passage, item.cot)
+        label = await ask(
+            Ask(messages, self.config.label_params(item.cot, item.method), "label", self._label_parser(item))
+        )
+        row["label_request_id"] = label.request_id
+        if not label.ok:
+            return {"label_request_id": label.request_id, "status": "label_parse_failure", "reason": label.reason}
+        value = int(label.parsed.value)
+        found: dict[str, Any] = {"label_request_id": label.request_id, "label": value}
+        if item.method == "logprob":
+            scores = label_logprob_scores(label_token_top_logprobs(label.logprobs, value))
+            if scores.p_chosen is None:
+                return found | {"status": "confidence_parse_failure", "reason": f"logprob: {scores.reason}"}
+            return found | {
+                "status": "ok",
+                "confidence": 100.0 * scores.dist[value],  # type: ignore[index]
+                "expected_score": scores.expected_score,
+            }
+        confidence_messages = build_confidence_messages(personality, pair.query, pair.passage, value)
+        confidence = await ask(
+            Ask(confidence_messages, self.config.confidence_params(), "confidence", parse_confidence)
+        )
+        found["confidence_request_id"] = confidence.request_id
+        if not confidence.ok:
+            return found | {"status": "confidence_parse_failure", "reason": confidence.reason}
+        return found | {"status": "ok", "confidence": float(confidence.parsed.value)}
+
+    async def _by_sampling(self, item: WorkItem, pair: Pair, ask: AskFn) -> dict[str, Any]:
+        messages = build_label_messages(self.personalities[item.personality], pair.query, pair.passage, item.cot)
+        params = self.config.label_params(item.cot, item.method)
+        parse = self._label_parser(item)
+        answers = await asyncio.gather(
+            *(
+                ask(Ask(messages, params | {"seed": index}, "label", parse, sample_index=index))
+                for index in range(self.config.n_samples)
+            )
+        )
+        votes = [int(a.parsed.value) for a in answers if a.ok]
+        row: dict[str, Any] = {
+            "label_request_id": answers[0].request_id,
+            "sample_request_ids": [a.request_id for a in answers],
+        }
+        if not votes:
+            return row | {"status": "label_parse_failure", "reason": f"no parseable sample of {len(answers)}"}
+        counts = Counter(votes)
+        label = max(counts, key=lambda k: (counts[k], -k))
+        return row | {
+            "status": "ok",
+            "label": label,
+            "confidence": 100.0 * counts[label] / len(answers),
+            "expected_score": sum(votes) / len(votes),
+        }
+
+    @staticmethod
+    def _label_parser(item: WorkItem) -> Callable[[str], Any]:
+        return lambda text: parse_label(text, item.cot)
