@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from peras.settings import load_settings
+from peras.settings import Settings, load_settings
 
 
 def settings_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -58,3 +58,93 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(*args, _settings_overrides=overrides, **kwargs)
 
     return wrapper
+
+
+def run_flow(flow: Any, *, tags: list[str], flow_run_name: str | None = None, **parameters: Any) -> Any:
+    """Run a Prefect flow in this process, its run tagged like the deployment runs of the same stage.
+
+    Prefect is reached through cli.prefect_server: the user's PREFECT_API_URL, else the local server peras
+    starts once and reuses. The flow run is created with `tags` and then run, as a worker does: tags given
+    through `prefect.tags()` would also land on every task run, and Prefect then asks the server for a
+    tag concurrency slot before each task (~35 ms each; deployment runs' tasks carry no tags).
+    `flow_run_name` overrides the flow's own run-name template.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.flow_engine import run_flow as run_flow_run
+    from prefect.states import Pending
+
+    from cli.prefect_server import prefect_api
+
+    chosen = flow.with_options(flow_run_name=flow_run_name) if flow_run_name else flow
+    with prefect_api(echo=note):
+        with get_client(sync_client=True) as client:
+            flow_run = client.create_flow_run(
+                flow=chosen, parameters=chosen.serialize_parameters(parameters), state=Pending(), tags=tags
+            )
+        return run_flow_run(chosen, flow_run=flow_run, parameters=parameters)
+
+
+def note(message: str) -> None:
+    """A line about what peras is doing, on stderr (stdout stays the command's result)."""
+    click.echo(message, err=True)
+
+
+def run_tags(
+    stage: str,
+    collection: str | None = None,
+    subset: str | None = None,
+    model: str | None = None,
+    backend: str | None = None,
+) -> list[str]:
+    """The tags of a flow run, the same for `peras` commands and deployment runs: filter on them in the UI."""
+    tags = ["peras", f"stage:{stage}"]
+    named = {"collection": collection, "subset": subset, "model": model, "backend": backend}
+    return tags + [f"{key}:{value}" for key, value in named.items() if value]
+
+
+def endpoint_tags(settings: Settings, backend: str | None) -> dict[str, str | None]:
+    """The model and backend a stage that asks an LLM will use, as run_tags arguments."""
+    return model_and_backend(settings.base_urls, settings.model, backend)
+
+
+def model_and_backend(base_urls: list[str], model: str | None, backend: str | None) -> dict[str, str | None]:
+    """The same rule as the flows' endpoint: no base URL means the embedded llama.cpp model."""
+    if not base_urls:
+        from peras.local_model import DEFAULT_MODEL
+
+        return {"model": model_slug(DEFAULT_MODEL.name), "backend": "llama.cpp"}
+    return {"model": model_slug(model), "backend": backend or "openai-compatible"}
+
+
+def model_slug(model: str | None) -> str | None:
+    """A model name as a tag value: its last path part, lower case (meta-llama/Llama-3.1-8B -> llama-3.1-8b)."""
+    return model.rstrip("/").rsplit("/", 1)[-1].lower() if model else None
+
+
+def text_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    """Rows as aligned text lines (numbers right-aligned, with thousands separators; None as '-')."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    numeric = [
+        all(isinstance(row[i], int | float) or row[i] is None for row in rows)
+        and any(row[i] is not None for row in rows)
+        for i in range(len(headers))
+    ]
+    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
+
+    def line(values: list[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    return [line(headers), *(line(row) for row in cells)]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3f}"
+    return str(value)

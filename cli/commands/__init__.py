@@ -1,4 +1,16 @@
 """Command modules; each exposes COMMANDS, a list of click commands registered on `peras`."""
 
-COMMAND_MODULES = ["demo", "ingest", "judge", "classify", "metrics", "import_judgments", "report",
-                   "deploy", "sql", "export", "priming"]
+COMMAND_MODULES = [
+    "demo",
+    "ingest",
+    "judge",
+    "classify",
+    "metrics",
+    "import_judgments",
+    "report",
+    "deploy",
+    "sql",
+    "export",
+    "priming",
+    "server",
+]

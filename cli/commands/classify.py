@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.common import settings_options
+from cli.common import run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 if TYPE_CHECKING:
@@ -28,8 +28,7 @@ LEARNER_NAMES = ("rf", "xgboost", "lightgbm", "ordinal_logit", "rf_no_conf")
     "runs",
     multiple=True,
     metavar="GLOB",
-    help="Runs whose judgments are the features, one column each (repeatable); "
-    "a glob matches NAME or COLLECTION:NAME.",
+    help="Runs whose judgments are the features, one column each (repeatable); a glob matches NAME or COLLECTION:NAME.",
 )
 @click.option("--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Random splits.")
 @click.option(
@@ -76,7 +75,9 @@ def classify(
     from flows.classify import classify as classify_flow
 
     chosen = [name.strip() for name in learners.split(",") if name.strip()] if learners else None
-    table = classify_flow(
+    table = run_flow(
+        classify_flow,
+        tags=run_tags("classify", collection),
         collection=collection,
         run=run,
         cot=cot,

@@ -6,15 +6,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import settings_options
+from cli.common import endpoint_tags, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
 @click.command()
 @click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N sample pairs.")
-@click.option(
-    "--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Classifier trials."
-)
+@click.option("--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Classifier trials.")
 @settings_options
 def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.
@@ -33,7 +31,8 @@ def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     from flows.demo import demo as demo_flow
 
     settings.base_urls = []  # the demo always uses the embedded model
-    result = demo_flow(limit_pairs=limit_pairs, trials=trials, settings=settings)
+    tags = run_tags("demo", "sample", **endpoint_tags(settings, None))
+    result = run_flow(demo_flow, tags=tags, limit_pairs=limit_pairs, trials=trials, settings=settings)
     judged = result["judged"]
     console = Console()
     console.print(f"ingest: {result['ingested']['collection_id']} {result['ingested']['status']}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import settings_options
+from cli.common import run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -14,12 +14,17 @@ from peras.settings import Settings
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--name", required=True, help="Run name (re-importing under it replaces the run).")
 @click.option("--collection", required=True, help="Ingested collection whose qrels the labels are scored against.")
-@click.option("--confidence-column", type=click.IntRange(min=5), metavar="N",
-              help="1-based column holding a 0-100 confidence (5 = right after the label).")
+@click.option(
+    "--confidence-column",
+    type=click.IntRange(min=5),
+    metavar="N",
+    help="1-based column holding a 0-100 confidence (5 = right after the label).",
+)
 @click.option("--model", help="Model that made the judgments, for the record [unknown].")
 @settings_options
-def import_judgments(settings: Settings, file: Path, name: str, collection: str, confidence_column: int | None,
-                     model: str | None) -> None:
+def import_judgments(
+    settings: Settings, file: Path, name: str, collection: str, confidence_column: int | None, model: str | None
+) -> None:
     """Import FILE (`query_id 0 doc_id label [confidence ...]`) as run NAME on an ingested collection.
 
     The run joins every metric view as personality `default`, without CoT. Pairs of the file's topics that
@@ -35,8 +40,16 @@ def import_judgments(settings: Settings, file: Path, name: str, collection: str,
     from flows.import_judgments import import_judgments as import_flow
     from tasks.import_judgments.tasks import describe_import
 
-    report = import_flow(path=str(file), name=name, collection=collection, confidence_column=confidence_column,
-                         model=model, settings=settings)
+    report = run_flow(
+        import_flow,
+        tags=run_tags("import", collection),
+        path=str(file),
+        name=name,
+        collection=collection,
+        confidence_column=confidence_column,
+        model=model,
+        settings=settings,
+    )
     click.echo("\n".join(describe_import(report)))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.common import settings_options
+from cli.common import run_flow, run_tags, settings_options
 from peras.settings import Settings
 from tasks.ingest.sources import presets
 
@@ -19,9 +19,7 @@ from tasks.ingest.sources import presets
 @click.option("--queries", type=click.Path(path_type=Path), help="Queries TSV: query_id<TAB>text.")
 @click.option("--passages", type=click.Path(path_type=Path), help="collection.tsv or JSONL passages.")
 @click.option("--subset-topics", type=click.IntRange(min=1), help="Topics in the balanced subset.")
-@click.option(
-    "--data-dir", type=click.Path(path_type=Path), help="Where presets' files are [../shared/data]."
-)
+@click.option("--data-dir", type=click.Path(path_type=Path), help="Where presets' files are [../shared/data].")
 @click.option("--force", is_flag=True, help="Re-read even if the files are unchanged.")
 @settings_options
 def ingest(
@@ -51,7 +49,11 @@ def ingest(
         settings.data_dir = data_dir
     names = [p for p in presets() if p != "sample"] if preset == "all" else [preset]
     for one in names:
-        result = ingest_flow(
+        collection = one or name  # your own files: the collection is --name
+        result = run_flow(
+            ingest_flow,
+            tags=run_tags("ingest", collection),
+            flow_run_name=f"ingest-{collection}" if collection else None,
             preset=one,
             name=name,
             qrels=list(qrels) or None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.common import endpoint_options, settings_options
+from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -66,7 +66,9 @@ def judge(
     from flows.judge import judge as judge_flow
 
     cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
-    result = judge_flow(
+    result = run_flow(
+        judge_flow,
+        tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
         collection=collection,
         subset=subset,
         personalities=list(personalities) or None,

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import endpoint_options, settings_options
+from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 SETTING = re.compile(r"\s*(\d+)\s*[,x]\s*(\d+)\s*")
@@ -27,8 +27,17 @@ def parse_setting(ctx: click.Context, param: click.Parameter, values: tuple[str,
     return settings
 
 
+DEFAULT_COLLECTION = "dl19"
+
+
 @click.command()
-@click.option("--collection", default="dl19", show_default=True, help="Collection to draw topics from.")
+@click.argument("collection", required=False)
+@click.option(
+    "--collection",
+    "collection_option",
+    metavar="COLLECTION",
+    help=f"The same as the COLLECTION argument (kept for old scripts) [{DEFAULT_COLLECTION}].",
+)
 @click.option(
     "--topic", "topics", multiple=True, help="Topic id (repeatable) [those with 12+ passages at every level]."
 )
@@ -58,7 +67,8 @@ def parse_setting(ctx: click.Context, param: click.Parameter, values: tuple[str,
 @settings_options
 def priming(
     settings: Settings,
-    collection: str,
+    collection: str | None,
+    collection_option: str | None,
     topics: tuple[str, ...],
     limit_topics: int | None,
     trials: int,
@@ -71,7 +81,7 @@ def priming(
     min_per_level: int,
     backend: str | None,
 ) -> None:
-    """Threshold priming: are passages scored lower after highly relevant ones in the same batch?
+    """Threshold priming on COLLECTION [dl19]: are passages scored lower after highly relevant ones in a batch?
 
     Each trial judges the same qrel-2 passages after PL qrel-3 passages (HT) and after PL qrel-0
     passages (LT), in one request per batch; the table gives mean epilogue scores, the gap LT - HT and a
@@ -79,13 +89,18 @@ def priming(
 
     \b
     Examples:
-        peras priming --limit-topics 2 --trials 3
-        peras priming --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct --frequency-penalty 1
-        peras priming --personality all --setting 4,4 --run-name dl19-priming-all
+        peras priming dl19 --limit-topics 2 --trials 3
+        peras priming dl19 --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct --frequency-penalty 1
+        peras priming dl19 --personality all --setting 4,4 --run-name dl19-priming-all
     """
     from flows.priming import priming as priming_flow
 
-    summary = priming_flow(
+    if collection and collection_option and collection != collection_option:
+        raise click.UsageError(f"two collections given: {collection} and --collection {collection_option}")
+    collection = collection or collection_option or DEFAULT_COLLECTION
+    summary = run_flow(
+        priming_flow,
+        tags=run_tags("priming", collection, **endpoint_tags(settings, backend)),
         collection=collection,
         topics=list(topics) or None,
         limit_topics=limit_topics,

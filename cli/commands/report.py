@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import settings_options
+from cli.common import run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -45,7 +45,9 @@ def report(
     """
     from flows.report import report as report_flow
 
-    summary = report_flow(
+    summary = run_flow(
+        report_flow,
+        tags=run_tags("report", collection),
         runs=list(runs) or None,
         collection=collection,
         output=str(output) if output else None,

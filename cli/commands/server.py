@@ -1,0 +1,79 @@
+"""`peras server`: the local Prefect server peras starts once and reuses for every command."""
+
+from __future__ import annotations
+
+import click
+
+from cli.prefect_server import LocalServer
+
+
+@click.group()
+def server() -> None:
+    """Start, stop or look at the local Prefect server that `peras` commands run their flows on.
+
+    Without PREFECT_API_URL, the first command that runs a flow starts it in the background (~20 s, once)
+    and later commands reuse it: the UI at http://127.0.0.1:4200 shows every run. Its home is
+    ~/.cache/peras/prefect (PERAS_PREFECT_HOME), its port 4200 (PERAS_PREFECT_PORT), its log server.log in
+    the home. With PREFECT_API_URL set, commands use that server instead; PERAS_PREFECT_SERVER=ephemeral
+    makes each command start Prefect's own temporary server (slower, nothing left running).
+
+    \b
+    Examples:
+        peras server status
+        peras server start        # now, instead of on first use
+        peras server stop
+    """
+
+
+@server.command()
+def status() -> None:
+    """Say whether the local Prefect server answers, and where its files are.
+
+    \b
+    Example:
+        peras server status
+    """
+    local = LocalServer.configured()
+    pid = local.pid()
+    if local.healthy():
+        who = f"pid {pid}" if pid is not None else "not started by peras"
+        click.echo(f"running: {local.url} ({who}; UI {local.ui_url}; home {local.home}; log {local.log})")
+    elif pid is not None:
+        click.echo(f"starting or not answering: {local.url} (pid {pid}; log {local.log})")
+    else:
+        click.echo(f"not running: the next command that runs a flow starts it on {local.url} (home {local.home})")
+
+
+@server.command()
+def start() -> None:
+    """Start the local Prefect server now (a no-op if it already answers) and say how to point Prefect at it.
+
+    \b
+    Example:
+        peras server start
+        export PREFECT_API_URL=http://127.0.0.1:4200/api     # for `prefect` commands and workers
+    """
+    local = LocalServer.configured()
+    started = local.ensure(echo=lambda line: click.echo(line, err=True))
+    click.echo(f"{'started' if started else 'already running'}: {local.url} (UI {local.ui_url}; log {local.log})")
+    click.echo(f"for prefect commands and workers: export PREFECT_API_URL={local.url}")
+
+
+@server.command()
+def stop() -> None:
+    """Stop the local Prefect server peras started (runs and deployments stay in its home for next time).
+
+    \b
+    Example:
+        peras server stop
+    """
+    local = LocalServer.configured()
+    if local.stop():
+        click.echo(f"stopped: {local.url}")
+    elif local.healthy():
+        click.echo(f"not stopped: the server on {local.url} was not started by peras (stop it where it runs)")
+    else:
+        click.echo(f"not running: {local.url}")
+
+
+COMMANDS = [server]

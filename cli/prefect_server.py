@@ -1,0 +1,225 @@
+"""The Prefect API every flow-running command talks to.
+
+Without PREFECT_API_URL, Prefect starts a temporary server in each process (~13 s, more on a loaded machine).
+Instead, peras starts one local server in the background the first time a command needs it and reuses it
+afterwards (`peras server status|start|stop`): home in ~/.cache/peras/prefect (PERAS_PREFECT_HOME), fixed
+loopback port 4200 (PERAS_PREFECT_PORT), log in HOME/server.log. PERAS_PREFECT_SERVER=ephemeral keeps Prefect's
+temporary server instead (CI), retried once with a longer start-up timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from peras.errors import PerasError, UsageError
+
+MODE_ENV = "PERAS_PREFECT_SERVER"  # local (default) | ephemeral
+HOME_ENV = "PERAS_PREFECT_HOME"
+PORT_ENV = "PERAS_PREFECT_PORT"
+MODES = ("local", "ephemeral")
+DEFAULT_PORT = 4200  # Prefect's own default: the UI is where Prefect's docs say it is
+START_TIMEOUT_S = 120.0  # `prefect server start` takes ~18 s on 2 idle cores, much longer on loaded ones
+EPHEMERAL_RETRY_TIMEOUT_S = 90
+EPHEMERAL_HINT = (
+    "start the reusable local server with `peras server start` (or unset PERAS_PREFECT_SERVER), "
+    "or set PREFECT_API_URL to a running server, then re-run"
+)
+
+
+def mode() -> str:
+    """`local` (start and reuse a background server) or `ephemeral` (Prefect's temporary one per command)."""
+    value = os.environ.get(MODE_ENV, "local").strip().lower() or "local"
+    if value not in MODES:
+        raise UsageError(f"bad setting {MODE_ENV}={value!r}: choose from {', '.join(MODES)}")
+    return value
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """The background `prefect server start` peras manages: its home, port and files."""
+
+    home: Path
+    port: int
+
+    @classmethod
+    def configured(cls) -> LocalServer:
+        """The server PERAS_PREFECT_HOME and PERAS_PREFECT_PORT describe (defaults: ~/.cache/peras/prefect, 4200)."""
+        home = Path(os.environ.get(HOME_ENV) or Path.home() / ".cache" / "peras" / "prefect").expanduser()
+        raw_port = os.environ.get(PORT_ENV) or str(DEFAULT_PORT)
+        if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
+            raise UsageError(f"bad setting {PORT_ENV}={raw_port!r}: a TCP port number")
+        return cls(home.resolve(), int(raw_port))
+
+    @property
+    def url(self) -> str:
+        """The API URL (what PREFECT_API_URL would hold)."""
+        return f"http://127.0.0.1:{self.port}/api"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "server.pid"
+
+    def healthy(self, timeout_s: float = 2.0) -> bool:
+        """A Prefect API answers /api/health on the port."""
+        import httpx
+
+        try:
+            return httpx.get(f"{self.url}/health", timeout=timeout_s).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def pid(self) -> int | None:
+        """The process peras started, if it is still alive."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid
+
+    def ensure(self, echo: Callable[[str], None]) -> bool:
+        """Make the server answer: reuse it if it does, else start it and wait. True if started now."""
+        if self.healthy():
+            return False
+        self.home.mkdir(parents=True, exist_ok=True)
+        # two commands started together: the second waits for the first's server instead of starting another
+        with (self.home / "server.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.healthy():
+                return False
+            if self.pid() is None:
+                echo(
+                    f"starting the local Prefect server on {self.ui_url} (once; it keeps running for the next "
+                    f"commands: `peras server stop` stops it; log {self.log})"
+                )
+                self._spawn()
+            self._wait_healthy()
+        return True
+
+    def _spawn(self) -> None:
+        env = {
+            **os.environ,
+            "PREFECT_HOME": str(self.home),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_API_URL": "",
+            "PREFECT_LOGGING_LEVEL": "WARNING",
+        }
+        with self.log.open("w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.home,
+                start_new_session=True,  # outlives this command, and Ctrl-C in the terminal does not reach it
+            )
+        self.pid_file.write_text(f"{proc.pid}\n")
+        proc.returncode = 0  # detached on purpose: no "still running" warning when this object goes away
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self.healthy(timeout_s=1.0):
+            if self.pid() is None:
+                raise PerasError(f"the local Prefect server exited at start: {last_line(self.log)} (log {self.log})")
+            if time.monotonic() > deadline:
+                raise PerasError(
+                    f"the local Prefect server did not answer on {self.url} within {START_TIMEOUT_S:.0f} s "
+                    f"(log {self.log}); `peras server stop`, then try again"
+                )
+            time.sleep(0.25)
+
+    def stop(self, timeout_s: float = 20.0) -> bool:
+        """Stop the server peras started (never another process on the port). True if one was stopped."""
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        os.killpg(pid, signal.SIGTERM)  # the server and the uvicorn workers it started
+        deadline = time.monotonic() + timeout_s
+        while self.pid() is not None and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.1)
+        if self.pid() is not None:
+            os.killpg(pid, signal.SIGKILL)
+            _reap(pid)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status when the server is this process's own child (started by this process)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def last_line(path: Path) -> str:
+    """The last non-blank line of a log, or a note that it is empty."""
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "no log"
+    return lines[-1] if lines else "empty log"
+
+
+@contextlib.contextmanager
+def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
+    """Point Prefect at a server for the duration: the configured one, the local one, or a temporary one."""
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    if get_current_settings().api.url:
+        yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
+        return
+    if mode() == "ephemeral":
+        start_ephemeral(echo)
+        yield
+        return
+    server = LocalServer.configured()
+    server.ensure(echo)
+    os.environ["PREFECT_API_URL"] = server.url  # child processes (embedded model, workers) inherit it
+    with temporary_settings(updates={PREFECT_API_URL: server.url}):
+        yield
+
+
+def start_ephemeral(echo: Callable[[str], None]) -> None:
+    """Start Prefect's temporary server now; if it times out, once more with a longer timeout, then one error line.
+
+    Flows reuse the server started here (Prefect keeps one per process).
+    """
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+    first_timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    retry_timeout = max(EPHEMERAL_RETRY_TIMEOUT_S, 3 * first_timeout)
+    for timeout in (first_timeout, retry_timeout):
+        server = SubprocessASGIServer()
+        try:
+            server.start(timeout=timeout)
+            return
+        except RuntimeError as exc:
+            if "ephemeral Prefect API server" not in str(exc):
+                raise
+            server.stop()  # also forgets it: the next SubprocessASGIServer() is a fresh one
+            if timeout == first_timeout:
+                echo(
+                    f"the temporary Prefect server did not answer within {first_timeout} s "
+                    f"(a loaded machine?); retrying with {retry_timeout} s"
+                )
+    raise PerasError(f"the temporary Prefect server did not start within {retry_timeout} s: {EPHEMERAL_HINT}")
