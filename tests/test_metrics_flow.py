@@ -111,11 +111,77 @@ def test_cli_json_and_csv_directory(judged, capsys, tmp_path):
 
 
 def test_cli_table_shows_every_headline_view(judged, capsys):
-    result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--cot")
+    result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--cot",
+                     "--view", "all")
     assert result.exit_code == 0, result.err
     for title in ("agreement (metrics_agreement, 11 rows)", "calibration (metrics_calibration, 11 rows)",
                   "oracle (metrics_oracle, 18 rows)"):
         assert title in result.out
+
+
+# docs/metrics.md's worked example: (doc, relevance, label, confidence). By hand: kappa 1 - 5 x 2 / (25 - 7) = 4/9,
+# QWK 1 - 25/63, macro-F1 (2/3 + 0 + 1/2 + 1) / 4, HMR 0.50866, ECE (0.1 + 0.4 + 0.85 + 0.6 + 0.3) / 5 = 0.45
+WORKED = [("a", 3, 3, 90.0), ("b", 2, 2, 60.0), ("c", 1, 2, 85.0), ("d", 0, 0, 40.0), ("e", 2, 0, 30.0)]
+SUMMARY_HEADER = ["run", "personality", "CoT", "n", "Kappa", "QWK", "Macro-F1", "HMR", "ECE"]
+SUMMARY_ROW = ["name-w", "default", "no", "5", "0.4444", "0.6032", "0.5417", "0.5087", "0.4500"]
+
+
+@pytest.fixture
+def worked(settings):
+    """One group: the worked example, judged by `default` without CoT."""
+    rows = [Judgment("w", "default", False, "verbalized", "q1", doc, relevance, label, confidence)
+            for doc, relevance, label, confidence in WORKED]
+    with open_migrated(settings.warehouse) as con:
+        load_judgments(con, rows)
+    return settings
+
+
+def test_cli_prints_the_summary_by_default(worked, capsys):
+    result = run_cli(capsys, "metrics", "--warehouse", str(worked.warehouse))
+    assert result.exit_code == 0, result.err
+    lines = [line.replace("┃", "│") for line in result.out.splitlines()]  # rich draws the header heavier
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if "│" in line]
+    assert cells == [SUMMARY_HEADER, SUMMARY_ROW]
+    assert "summary (metrics_summary, 1 rows)" in result.out
+    assert result.out.splitlines()[-1] == (
+        "more: peras metrics --view agreement|reliability|calibration|thresholds|comparison|oracle|all")
+
+
+def test_summary_view_is_the_metric_views_joined(judged):
+    frames = metrics(views=["summary"], settings=judged)
+    summary = frames["summary"]
+    assert list(frames) == ["summary"] and summary.height == 44
+    joined = view_frame(judged, "metrics_agreement").join(
+        view_frame(judged, "metrics_reliability").select("run_id", "personality", "cot", "confidence_method", "hmr"),
+        on=["run_id", "personality", "cot", "confidence_method"]).join(
+        view_frame(judged, "metrics_calibration").select("run_id", "personality", "cot", "confidence_method", "ece"),
+        on=["run_id", "personality", "cot", "confidence_method"])
+    assert_same_rows(summary, joined.select(summary.columns))
+
+
+def test_artifact_is_the_summary(worked):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    state = metrics(settings=worked, return_state=True)
+    assert list(state.result()) == ["summary", "agreement", "reliability", "calibration", "thresholds",
+                                    "comparison", "oracle"]
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+    assert [a.key for a in artifacts] == ["metrics"]
+    assert artifacts[0].data == "\n".join([
+        "# PERAS metrics",
+        "",
+        "## summary (metrics_summary, 1 rows)",
+        "",
+        "| " + " | ".join(SUMMARY_HEADER) + " |",
+        "|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(SUMMARY_ROW) + " |",
+        "",
+        "Also read: agreement (1 rows), reliability (1 rows), calibration (1 rows), thresholds (1 rows), "
+        "comparison (0 rows), oracle (18 rows): `peras metrics --view NAME`.",
+    ])
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [

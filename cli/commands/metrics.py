@@ -13,7 +13,7 @@ from cli.common import settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
 
-VIEW_CHOICES = ["all", "agreement", "reliability", "calibration", "thresholds", "comparison", "oracle",
+VIEW_CHOICES = ["all", "summary", "agreement", "reliability", "calibration", "thresholds", "comparison", "oracle",
                 "confusion", "calibration-bins", "threshold-curve"]
 
 
@@ -21,8 +21,9 @@ VIEW_CHOICES = ["all", "agreement", "reliability", "calibration", "thresholds", 
 @click.option("--run", help="Only this run (its name).")
 @click.option("--collection", help="Only runs on this collection.")
 @click.option("--cot/--no-cot", default=None, help="Only judgments made with / without chain-of-thought.")
-@click.option("--view", "views", multiple=True, type=click.Choice(VIEW_CHOICES), default=["all"],
-              show_default=True, help="Metric view (repeatable); all = the six headline views.")
+@click.option("--view", "views", multiple=True, type=click.Choice(VIEW_CHOICES),
+              help="Metric view (repeatable); all = the summary and the six headline views. [default: summary on "
+                   "the terminal, the six headline views as csv or json]")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--output", type=click.Path(path_type=Path),
               help="Write here instead of the terminal (csv with several views: a directory, one file each).")
@@ -36,7 +37,8 @@ def metrics(settings: Settings, run: str | None, collection: str | None, cot: bo
 
     \b
     Examples:
-        peras metrics                                    # headline views as tables
+        peras metrics                                    # summary: kappa, QWK, macro-F1, HMR, ECE
+        peras metrics --view all                         # the summary and the six headline views
         peras metrics --run Olz-gpt4o --view agreement
         peras metrics --collection llmjudge --view oracle --format csv --output oracle.csv
         peras metrics --format json --output metrics.json
@@ -44,9 +46,10 @@ def metrics(settings: Settings, run: str | None, collection: str | None, cot: bo
     from flows.metrics import metrics as metrics_flow
     from tasks.metrics.tasks import metrics_json, write_metrics
 
-    if fmt == "csv" and output is None and len(_expand(views)) > 1:
+    chosen = list(views) or default_views(fmt, output)
+    if fmt == "csv" and output is None and len(_expand(chosen)) > 1:
         raise UsageError("--format csv prints one view: name it with --view, or give --output DIR for several")
-    frames = metrics_flow(views=list(views), run=run, collection=collection, cot=cot, settings=settings)
+    frames = metrics_flow(views=chosen, run=run, collection=collection, cot=cot, settings=settings)
     if output is not None:
         for path in write_metrics.fn(frames, fmt if fmt != "table" else "csv", output):
             click.echo(f"wrote {path}")
@@ -56,12 +59,21 @@ def metrics(settings: Settings, run: str | None, collection: str | None, cot: bo
         click.echo(next(iter(frames.values())).write_csv(), nl=False)
     else:
         print_tables(frames)
+        if list(frames) == ["summary"]:
+            click.echo("more: peras metrics --view agreement|reliability|calibration|thresholds|comparison|oracle|all")
 
 
-def _expand(views: tuple[str, ...]) -> list[str]:
+def default_views(fmt: str, output: Path | None) -> list[str]:
+    """Without --view: the summary to read on the terminal, the six headline views as files or csv/json."""
+    from tasks.metrics.tasks import HEADLINE_VIEWS
+
+    return ["summary"] if fmt == "table" and output is None else HEADLINE_VIEWS
+
+
+def _expand(views: list[str]) -> list[str]:
     from tasks.metrics.tasks import resolve_views
 
-    return resolve_views(list(views))
+    return resolve_views(views)
 
 
 def print_tables(frames: dict[str, pl.DataFrame]) -> None:

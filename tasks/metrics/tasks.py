@@ -12,12 +12,14 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
 from peras.errors import UsageError
+from peras.metric_names import metric_title
 from peras.settings import Settings
 from peras.sql import load_sql, run_sql
 from peras.warehouse import connect, open_migrated
 
 # what --view names -> the SQL view it reads (sql/metrics/<view>.sql)
 VIEWS = {
+    "summary": "metrics_summary",
     "agreement": "metrics_agreement",
     "reliability": "metrics_reliability",
     "calibration": "metrics_calibration",
@@ -32,29 +34,45 @@ HEADLINE_VIEWS = ["agreement", "reliability", "calibration", "thresholds", "comp
 GROUP_COLUMNS = ["run_name", "collection_id", "subset_name", "model", "personality", "cot", "confidence_method"]
 # the columns a terminal table shows (csv and json carry every column)
 DISPLAY_COLUMNS = {
-    "agreement": ["n_scored", "n_label_failures", "accuracy", "cohen_kappa", "qwk", "macro_f1",
-                  "krippendorff_alpha"],
-    "reliability": ["n_scored_confidence", "n_confidence_missing", "overconfidence", "underconfidence", "ro", "ru",
-                    "hmr"],
+    "summary": ["n_scored", "cohen_kappa", "qwk", "macro_f1", "hmr", "ece"],
+    "agreement": ["n_scored", "n_label_failures", "accuracy", "cohen_kappa", "qwk", "macro_f1", "krippendorff_alpha"],
+    "reliability": [
+        "n_scored_confidence",
+        "n_confidence_missing",
+        "overconfidence",
+        "underconfidence",
+        "ro",
+        "ru",
+        "hmr",
+    ],
     "calibration": ["n_scored_confidence", "ece", "ace", "mce", "brier", "nll", "th_score"],
-    "thresholds": ["n_confident", "accuracy_confident", "coverage_confident", "n_unconfident",
-                   "accuracy_unconfident"],
+    "thresholds": ["n_confident", "accuracy_confident", "coverage_confident", "n_unconfident", "accuracy_unconfident"],
     "comparison": ["metric", "value", "default_value", "delta", "is_better"],
     "oracle": ["metric", "best_personality", "best_value", "default_value", "delta_vs_default", "n_tied"],
     "confusion": ["relevance", "label", "n_judgments"],
     "calibration_bins": ["bin", "n_judgments", "mean_p", "accuracy", "gap"],
     "threshold_curve": ["threshold", "n_covered", "coverage", "accuracy"],
 }
+# the summary is for reading: its columns carry titles (the other views keep the names csv and json use)
+SUMMARY_TITLES = {
+    "run_name": "run",
+    "collection_id": "collection",
+    "subset_name": "subset",
+    "confidence_method": "confidence",
+    "cot": "CoT",
+    "n_scored": "n",
+}
+ARTIFACT_MAX_ROWS = 50
 
 
 def resolve_views(names: list[str]) -> list[str]:
-    """`all` means the six headline views; any other name must be a key of VIEWS."""
+    """`all` means the summary and the six headline views; any other name must be a key of VIEWS."""
     chosen: list[str] = []
     for name in names:
         key = name.replace("-", "_")
         if key not in VIEWS and key != "all":
             raise UsageError(f"unknown metric view {name!r}: choose from all, {', '.join(VIEWS)}")
-        chosen.extend(HEADLINE_VIEWS if key == "all" else [key])
+        chosen.extend(["summary", *HEADLINE_VIEWS] if key == "all" else [key])
     return list(dict.fromkeys(chosen))
 
 
@@ -84,8 +102,9 @@ def _nothing_matches(con: Any, run: str | None, collection: str | None, cot: boo
     runs = run_sql(con, "metrics/select_run_names").fetchall()
     if not runs:
         return "no judgments in the warehouse yet: run `peras judge` or `peras import-judgments` first"
-    asked = ", ".join(f"{k} {v!r}" for k, v in (("run", run), ("collection", collection), ("cot", cot))
-                      if v is not None)
+    asked = ", ".join(
+        f"{k} {v!r}" for k, v in (("run", run), ("collection", collection), ("cot", cot)) if v is not None
+    )
     names = ", ".join(sorted({name for name, _ in runs})[:10])
     collections = ", ".join(sorted({coll for _, coll in runs}))
     known = f"runs are {names}{' ...' if len(runs) > 10 else ''}; collections {collections}"
@@ -120,12 +139,19 @@ def metrics_json(frames: dict[str, pl.DataFrame]) -> str:
 
 
 def display_frame(name: str, frame: pl.DataFrame) -> pl.DataFrame:
-    """The columns worth a terminal: group columns that vary, then the view's main numbers."""
-    varying = [c for c in GROUP_COLUMNS if c in frame.columns and (c in ("run_name", "personality", "cot")
-                                                                    or frame[c].n_unique() > 1)]
+    """The columns worth a terminal: group columns that vary, then the view's main numbers (the summary titled)."""
+    varying = [
+        c
+        for c in GROUP_COLUMNS
+        if c in frame.columns and (c in ("run_name", "personality", "cot") or frame[c].n_unique() > 1)
+    ]
     if name == "oracle":
         varying = [c for c in varying if c != "personality"]
-    return frame.select(varying + DISPLAY_COLUMNS[name])
+    shown = frame.select(varying + DISPLAY_COLUMNS[name])
+    if name != "summary":
+        return shown
+    titled = shown.with_columns(pl.when(pl.col("cot")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("cot"))
+    return titled.rename({c: SUMMARY_TITLES.get(c, metric_title(c)) for c in shown.columns})
 
 
 def format_value(value: Any) -> str:
@@ -140,8 +166,12 @@ def format_value(value: Any) -> str:
 def markdown_table(name: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
     """A view as a markdown table (the display columns, at most max_rows rows)."""
     shown = display_frame(name, frame)
-    lines = [f"## {name} ({VIEWS[name]}, {frame.height} rows)", "",
-             "| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns)]
+    lines = [
+        f"## {name} ({VIEWS[name]}, {frame.height} rows)",
+        "",
+        "| " + " | ".join(shown.columns) + " |",
+        "|" + "---|" * len(shown.columns),
+    ]
     for row in shown.head(max_rows).iter_rows():
         lines.append("| " + " | ".join(format_value(v) for v in row) + " |")
     if frame.height > max_rows:
@@ -149,9 +179,16 @@ def markdown_table(name: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
     return "\n".join(lines)
 
 
+def metrics_markdown(frames: dict[str, pl.DataFrame], max_rows: int = ARTIFACT_MAX_ROWS) -> str:
+    """The summary when it was read (else each view read), at most max_rows rows each; the rest named."""
+    shown = {"summary": frames["summary"]} if "summary" in frames else frames
+    body = "\n\n".join(markdown_table(name, frame, max_rows) for name, frame in shown.items())
+    others = [f"{name} ({frame.height} rows)" for name, frame in frames.items() if name not in shown]
+    more = f"\n\nAlso read: {', '.join(others)}: `peras metrics --view NAME`." if others else ""
+    return f"# PERAS metrics\n\n{body}{more}"
+
+
 @task
 def publish_metrics_artifact(frames: dict[str, pl.DataFrame]) -> None:
-    """Every view read, as markdown tables in one artifact of the flow run."""
-    body = "\n\n".join(markdown_table(name, frame) for name, frame in frames.items())
-    create_markdown_artifact(markdown=f"# PERAS metrics\n\n{body}", key="metrics",
-                             description=", ".join(frames))
+    """A short markdown artifact of the flow run: the summary (kappa, QWK, macro-F1, HMR, ECE per group)."""
+    create_markdown_artifact(markdown=metrics_markdown(frames), key="metrics", description=", ".join(frames))
