@@ -28,3 +28,31 @@ def export_secret(block: str, env: str) -> dict[str, str]:
     os.environ[env] = value
     logger.info("%s set from Secret block %r", env, block)
     return {"secret_source": f"block:{block}"}
+
+
+def tag_run_model() -> dict[str, str]:
+    """Pull step: this flow run's `model:` tag names the model the run will ask, as a `peras` command's would.
+
+    The deployment's own tag comes from its configured PERAS_MODEL; a run given another model (an `env` job
+    variable) would otherwise carry the wrong one. Runs in the flow-run process after the pull steps before it,
+    so it sees the run's environment and the repository's peras.toml.
+    """
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    from cli.common import endpoint_tags
+    from peras.settings import load_settings
+
+    flow_run_id = os.environ.get("PREFECT__FLOW_RUN_ID")
+    model = endpoint_tags(load_settings(), None)["model"]
+    if not flow_run_id or not model:
+        return {"model_tag": ""}
+    tag = f"model:{model}"
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_run(UUID(flow_run_id))
+        tags = [t for t in run.tags if not t.startswith("model:")] + [tag]
+        if tags != run.tags:
+            client.update_flow_run(run.id, tags=tags)
+    logger.info("flow run tagged %s", tag)
+    return {"model_tag": tag}

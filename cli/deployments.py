@@ -17,7 +17,8 @@ from peras.errors import PerasError, UsageError
 from peras.paths import PROJECT_ROOT
 
 PREFECT_FILE = PROJECT_ROOT / "deploy" / "prefect.yaml"
-START_SERVER = "start one with `prefect server start` and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+START_SERVER = "start one with `peras server start` and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+LLM_STAGES = ("judge", "priming", "demo")  # the stages that ask a model: their runs carry a model: tag
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class DeploymentSpec:
     parameters: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     crons: list[str] = field(default_factory=list)
+    after: list[str] = field(default_factory=list)  # `flow/deployment` whose completed runs start this one
 
     @property
     def full_name(self) -> str:
@@ -41,6 +43,15 @@ class DeploymentSpec:
     def path(self) -> Path:
         """The flow's file (entrypoints are relative to the repository root)."""
         return PROJECT_ROOT / self.entrypoint.split(":", 1)[0]
+
+    @property
+    def when(self) -> str:
+        """When it runs, as `peras deploy` prints it."""
+        if self.crons:
+            return f"cron {'; '.join(self.crons)}"
+        if self.after:
+            return f"after {' or '.join(self.after)} completes"
+        return "on demand"
 
 
 def load_specs(prefect_file: Path | None = None) -> list[DeploymentSpec]:
@@ -60,6 +71,7 @@ def load_specs(prefect_file: Path | None = None) -> list[DeploymentSpec]:
     for entry in model.deployments:
         if not (entry.name and entry.entrypoint and entry.work_pool and entry.work_pool.name):
             raise UsageError(f"{prefect_file}: every deployment needs name, entrypoint and work_pool.name")
+        tags = [str(tag) for tag in entry.tags or []]
         specs.append(
             DeploymentSpec(
                 flow_name=flow_name(entry.entrypoint),
@@ -67,15 +79,44 @@ def load_specs(prefect_file: Path | None = None) -> list[DeploymentSpec]:
                 entrypoint=entry.entrypoint,
                 pool=entry.work_pool.name,
                 parameters=dict(entry.parameters),
-                tags=[str(tag) for tag in entry.tags or []],
+                tags=tags + model_tags(tags, entry.work_pool.job_variables.get("env") or {}),
                 crons=[
                     f"{s.cron} {getattr(s, 'timezone', None) or 'UTC'}"  # type: ignore[union-attr]
                     for s in entry.schedules or []
                     if getattr(s, "cron", None)
                 ],
+                after=[upstream for trigger in entry.triggers or [] if (upstream := trigger_upstream(trigger))],
             )
         )
     return specs
+
+
+def model_tags(tags: list[str], env: dict[str, Any]) -> list[str]:
+    """The `model:` tag of an LLM stage's deployment, from the model it is configured with (its env), else none.
+
+    The same rule as a `peras` command's runs: PERAS_BASE_URLS with PERAS_MODEL, or the embedded model.
+    """
+    from cli.common import model_and_backend
+
+    if not any(tag in tags for tag in (f"stage:{stage}" for stage in LLM_STAGES)):
+        return []
+    base_urls = [url for url in str(env.get("PERAS_BASE_URLS", "")).split(",") if url.strip()]
+    model = model_and_backend(base_urls, env.get("PERAS_MODEL"), None)["model"]
+    return [f"model:{model}"] if model else []
+
+
+def trigger_upstream(trigger: dict[str, Any]) -> str | None:
+    """`flow/deployment` a trigger waits for (its match_related flow and deployment names), if it names both."""
+    related = trigger.get("match_related") or []
+    related = related if isinstance(related, list) else [related]
+    names = {
+        spec.get("prefect.resource.role"): spec.get("prefect.resource.name")
+        for spec in related
+        if isinstance(spec, dict)
+    }
+    if names.get("flow") and names.get("deployment"):
+        return f"{names['flow']}/{names['deployment']}"
+    return None
 
 
 def flow_name(entrypoint: str) -> str:
@@ -151,7 +192,7 @@ def register(
 ) -> None:
     """Run `prefect deploy` from the repository root (entrypoints are relative to it); echo gets its output."""
     with tempfile.TemporaryDirectory(prefix="peras-deploy-") as tmp:
-        prefect_file = PREFECT_FILE if pool is None else with_pool(PREFECT_FILE, pool, Path(tmp))
+        prefect_file = deployable_copy(PREFECT_FILE, pool, Path(tmp))
         command = [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--prefect-file", str(prefect_file)]
         command += ["--all"] if all_chosen else [arg for s in specs for arg in ("--name", s.full_name)]
         # a wide console keeps each of Prefect's messages on one line
@@ -168,14 +209,16 @@ def register(
         )
 
 
-def with_pool(prefect_file: Path, pool: str, directory: Path) -> Path:
-    """A copy of the file with every deployment on `pool`.
+def deployable_copy(prefect_file: Path, pool: str | None, directory: Path) -> Path:
+    """A copy of the file with each deployment's tags as load_specs reads them (model tag added), on `pool`.
 
     `prefect deploy --pool` applies to a single deployment only: with several (or --all) it is ignored.
     """
     data = yaml.safe_load(prefect_file.read_text(encoding="utf-8"))
-    for entry in data["deployments"]:
-        entry["work_pool"] = {**entry["work_pool"], "name": pool}
+    for entry, spec in zip(data["deployments"], load_specs(prefect_file), strict=True):
+        entry["tags"] = list(spec.tags)
+        if pool is not None:
+            entry["work_pool"] = {**entry["work_pool"], "name": pool}
     copy = directory / "prefect.yaml"
     copy.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return copy

@@ -22,7 +22,14 @@ from tests.helpers import run_cli
 from tests.support.prefect_server import free_port
 
 FLOW_FILES = sorted(p for p in (PROJECT_ROOT / "flows").glob("*.py") if p.name != "__init__.py")
-LLAMA_TAGS = {"collection:dl19", "model:llama-3.1-8b-instruct", "personalities:all-11"}
+LLAMA_TAGS = {
+    "peras",
+    "stage:judge",
+    "collection:dl19",
+    "subset:balanced",
+    "model:llama-3.1-8b-instruct",
+    "backend:vllm",
+}
 
 
 def raw_deployment(full_name: str) -> dict:
@@ -62,7 +69,7 @@ def test_every_entrypoint_imports_and_takes_its_parameters(monkeypatch):
 
 
 @pytest.mark.core
-def test_nightly_judge_metrics_and_report_are_scheduled():
+def test_only_the_judge_runs_on_a_clock_and_metrics_then_report_follow_it():
     by_name = {s.full_name: s for s in load_specs()}
     judge = by_name["judge/dl19-llama"]
     assert judge.crons == ["0 2 * * * UTC"]
@@ -72,14 +79,53 @@ def test_nightly_judge_metrics_and_report_are_scheduled():
         "run_name": "dl19-balanced-llama-3.1-8b",
         "backend": "vllm",
     }
-    assert set(judge.tags) >= LLAMA_TAGS
-    assert by_name["metrics/nightly"].crons == ["0 6 * * * UTC"]
-    assert by_name["report/nightly"].crons == ["30 6 * * * UTC"]
-    assert [s.full_name for s in by_name.values() if s.crons] == [
-        "judge/dl19-llama",
-        "metrics/nightly",
-        "report/nightly",
-    ]
+    assert set(judge.tags) == LLAMA_TAGS
+    assert [s.full_name for s in by_name.values() if s.crons] == ["judge/dl19-llama"]
+    assert {s.full_name: s.after for s in by_name.values() if s.after} == {
+        "metrics/nightly": ["judge/dl19-llama"],
+        "report/nightly": ["metrics/nightly"],
+    }
+    assert (by_name["metrics/nightly"].when, by_name["report/nightly"].when) == (
+        "after judge/dl19-llama completes",
+        "after metrics/nightly completes",
+    )
+
+
+@pytest.mark.core
+def test_triggers_are_valid_prefect_deployment_triggers_on_completed_runs():
+    from prefect.events.schemas.deployment_triggers import DeploymentEventTrigger
+
+    for name in ("metrics/nightly", "report/nightly"):
+        (trigger,) = raw_deployment(name)["triggers"]
+        parsed = DeploymentEventTrigger.model_validate(trigger)
+        assert parsed.expect == {"prefect.flow-run.Completed"}
+        assert parsed.enabled
+
+
+@pytest.mark.core
+@pytest.mark.parametrize(
+    ("env", "model_tag"),
+    [
+        # the vLLM deployments: the model they are configured with, as a peras command would tag it
+        (
+            {"PERAS_BASE_URLS": "http://gpu:8000/v1", "PERAS_MODEL": "Qwen/Qwen2.5-7B-Instruct"},
+            "model:qwen2.5-7b-instruct",
+        ),
+        # no endpoint configured: the embedded model
+        ({}, "model:qwen2.5-coder-0.5b-instruct-q4_k_m"),
+    ],
+)
+def test_model_tag_comes_from_the_configured_model(tmp_path, env, model_tag):
+    data = yaml.safe_load(PREFECT_FILE.read_text())
+    for entry in data["deployments"]:
+        if entry["name"] == "dl19-llama" and entry["entrypoint"].startswith("flows/judge.py"):
+            entry["work_pool"] = {**entry["work_pool"], "job_variables": {"env": env} if env else {}}
+    changed = tmp_path / "prefect.yaml"
+    changed.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = next(s for s in load_specs(changed) if s.full_name == "judge/dl19-llama")
+    assert [t for t in spec.tags if t.startswith("model:")] == [model_tag]
+    written = [tag for e in yaml.safe_load(PREFECT_FILE.read_text())["deployments"] for tag in e.get("tags", [])]
+    assert not [tag for tag in written if tag.startswith("model:")], "model tags are derived, not written"
 
 
 @pytest.mark.core
@@ -90,9 +136,10 @@ def test_llm_deployments_name_the_endpoint_but_hold_no_key():
             "PERAS_BASE_URLS": "http://127.0.0.1:8000/v1",
             "PERAS_MODEL": "meta-llama/Llama-3.1-8B-Instruct",
         }
-        assert entry["pull"][1] == {
-            "cli.deploy_steps.export_secret": {"block": "peras-llm-api-key", "env": "OPENAI_API_KEY"}
-        }
+        assert entry["pull"][1:] == [
+            {"cli.deploy_steps.export_secret": {"block": "peras-llm-api-key", "env": "OPENAI_API_KEY"}},
+            {"cli.deploy_steps.tag_run_model": {}},
+        ]
     for entry in yaml.safe_load(PREFECT_FILE.read_text())["deployments"]:
         env = (entry.get("work_pool") or {}).get("job_variables", {}).get("env", {})
         assert not [k for k in env if any(word in k.upper() for word in ("KEY", "TOKEN", "SECRET"))]
@@ -116,7 +163,7 @@ def test_deploy_errors_are_one_line(capsys, args, code, message):
     assert result.exit_code == code
     assert result.err.startswith(message) and result.err.count("\n") == 1
     if code == 1:
-        assert "start one with `prefect server start`" in result.err
+        assert "start one with `peras server start`" in result.err
 
 
 @pytest.mark.core
@@ -193,7 +240,7 @@ def flow_runs_of(name: str) -> list:
 
 
 @pytest.mark.integration
-def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
+def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker, monkeypatch):
     from prefect.blocks.system import Secret
     from prefect.client.orchestration import get_client
 
@@ -223,6 +270,9 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
         for spec in specs:  # no nightly run may start during the test (runs by hand still do)
             if spec.crons:
                 client.pause_deployment(client.read_deployment_by_name(spec.full_name).id)
+    # runs started by a trigger get no job variables: the worker's environment points them at this test's files
+    monkeypatch.setenv("PERAS_WAREHOUSE", str(tmp_path / "warehouse" / "peras.duckdb"))
+    monkeypatch.setenv("PERAS_REPORTS_DIR", str(tmp_path / "reports"))
     worker_log = start_worker(pool)
 
     # ingest: the documented command, with the warehouse given as a job variable
@@ -273,7 +323,10 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
     assert len(chats) == 2 * 2 * 2  # pairs x personalities x (label, confidence)
     assert {r.headers.get("authorization") for r in chats} == {f"Bearer {key}"}
     (run,) = flow_runs_of("judge/dl19-llama")
-    assert run.name == "judge-sample" and set(run.tags) >= LLAMA_TAGS
+    # the run's model tag is the model it asked (its PERAS_MODEL job variable), not the deployment's
+    assert run.name == "judge-sample" and set(run.tags) == LLAMA_TAGS - {"model:llama-3.1-8b-instruct"} | {
+        "model:fake-model"
+    }
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         assert con.execute("select status, model from judge_runs where run_name = 'deploy-test'").fetchall() == [
@@ -290,7 +343,32 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker):
         stored += [log.message for log in client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))]
     stored += [judged.stdout, judged.stderr, worker_log.read_text()]
     assert not [text for text in stored if key in text]
-    print(f"\ntimings: deploy {deploy_s:.1f} s, ingest run {ingest_s:.1f} s, judge run {judge_s:.1f} s")
+
+    # the completed judge run started metrics/nightly, whose completion started report/nightly
+    started = time.monotonic()
+    metrics_run = wait_for_completed_run("metrics/nightly", worker_log)
+    report_run = wait_for_completed_run("report/nightly", worker_log)
+    chain_s = time.monotonic() - started
+    assert metrics_run.start_time >= run.end_time and report_run.start_time >= metrics_run.end_time
+    assert (tmp_path / "reports" / "report.html").is_file()
+    print(
+        f"\ntimings: deploy {deploy_s:.1f} s, ingest run {ingest_s:.1f} s, judge run {judge_s:.1f} s, "
+        f"then metrics and report {chain_s:.1f} s"
+    )
+
+
+def wait_for_completed_run(name: str, worker_log: Path, timeout_s: float = 240.0):
+    """The one run of deployment `name`, once it is Completed (a trigger starts it, the worker runs it)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        runs = flow_runs_of(name)
+        if runs and runs[0].state_name in ("Failed", "Crashed"):
+            pytest.fail(f"{name} {runs[0].state_name}: {worker_log.read_text()[-3000:]}")
+        if runs and runs[0].state_name == "Completed":
+            assert len(runs) == 1, [r.name for r in runs]
+            return runs[0]
+        time.sleep(1)
+    pytest.fail(f"no completed run of {name} within {timeout_s:.0f} s: {worker_log.read_text()[-3000:]}")
 
 
 @pytest.mark.integration

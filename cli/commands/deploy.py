@@ -42,8 +42,7 @@ def deploy(names: tuple[str, ...], pool: str | None, verbose: bool) -> None:
     register(chosen, pool, all_chosen=not names, echo=click.echo if verbose else None)
     width = max(len(s.full_name) for s in chosen)
     for spec in chosen:
-        when = f"cron {'; '.join(spec.crons)}" if spec.crons else "on demand"
-        click.echo(f"deployed {spec.full_name:<{width}}  {when}")
+        click.echo(f"deployed {spec.full_name:<{width}}  {spec.when}")
     noun = "deployment" if len(chosen) == 1 else "deployments"
     click.echo(f"{len(chosen)} {noun} on {url}; start a worker: prefect worker start --pool {pools[0]}")
 
