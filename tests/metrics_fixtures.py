@@ -11,6 +11,8 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import krippendorff
@@ -76,6 +78,23 @@ def fresh_warehouse() -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     migrate(con)
     return con
+
+
+def import_llmjudge(root: Path) -> tuple[Any, dict[str, Any]]:
+    """A warehouse in root with LLMJudge ingested and its 33 submissions imported; the import reports by run name."""
+    from flows.import_judgments import import_judgments
+    from flows.ingest import ingest
+    from peras.settings import load_settings
+    from tests.conftest import SHARED_DATA
+
+    settings = load_settings(warehouse=root / "peras.duckdb", data_dir=SHARED_DATA, reports_dir=root / "reports")
+    ingest(preset="llmjudge", settings=settings)
+    runs = sorted((SHARED_DATA / "llmjudge" / "judge-runs").glob("*.txt"))
+    reports = {
+        path.stem: import_judgments(path=str(path), name=path.stem, collection="llmjudge", settings=settings)
+        for path in runs
+    }
+    return settings, reports
 
 
 def clear_judgments(con: duckdb.DuckDBPyConnection) -> None:

@@ -8,12 +8,10 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
+from sklearn.metrics import cohen_kappa_score
 
-from flows.import_judgments import import_judgments
-from flows.ingest import ingest
-from peras.settings import load_settings
 from tests.conftest import SHARED_DATA
-from tests.metrics_fixtures import assert_close, reference_agreement, reference_confusion
+from tests.metrics_fixtures import assert_close, import_llmjudge, reference_agreement, reference_confusion
 
 pytestmark = pytest.mark.integration
 
@@ -25,11 +23,7 @@ N_TEST_PAIRS = 4423
 @pytest.fixture(scope="module")
 def llmjudge(tmp_path_factory):
     """A warehouse with LLMJudge ingested and every submission imported; the import reports by run name."""
-    settings = load_settings(warehouse=tmp_path_factory.mktemp("llmjudge") / "peras.duckdb", data_dir=SHARED_DATA)
-    ingest(preset="llmjudge", settings=settings)
-    reports = {path.stem: import_judgments(path=str(path), name=path.stem, collection="llmjudge", settings=settings)
-               for path in sorted(RUNS_DIR.glob("*.txt"))}
-    return settings, reports
+    return import_llmjudge(tmp_path_factory.mktemp("llmjudge"))
 
 
 def read_pairs(path: Path) -> dict[tuple[str, str], str]:
@@ -92,3 +86,33 @@ def test_oracle_of_a_single_default_run_is_default(llmjudge):
     n_compared = con.sql("select count(*) from metrics_vs_default").fetchall()[0][0]
     con.close()
     assert best == [("default",)] and n_compared == 0
+
+
+def read_labels(path: Path) -> dict[tuple[str, str], int]:
+    """(query_id, doc_id) -> label of the pairs a file labels 0-3 (what the import scores)."""
+    return {pair: int(label) for pair, label in read_pairs(path).items() if label in {"0", "1", "2", "3"}}
+
+
+@pytest.mark.parametrize(("run_a", "run_b", "n_pairs", "kappa"), [
+    # RMITIR-llama70B has two labels outside 0-3: the pair is scored on the 4,421 pairs both labelled
+    ("willia-umbrela1", "RMITIR-llama70B", 4421, 0.4150),
+    # h2oloo-zeroshot2 has one: 4,422 common pairs
+    ("h2oloo-zeroshot2", "h2oloo-fewself", 4422, 0.5365),
+    # two runs with every pair labelled
+    ("willia-umbrela1", "willia-umbrela2", 4423, 0.7342),
+])
+def test_judge_agreement_is_sklearns_kappa_on_the_common_pairs(llmjudge, run_a, run_b, n_pairs, kappa):
+    settings, _ = llmjudge
+    con = duckdb.connect(str(settings.warehouse), read_only=True)
+    rows = con.execute("select run_name_a, run_name_b, n_pairs, cohen_kappa from metrics_judge_agreement").fetchall()
+    con.close()
+    by_pair = {(a, b): (n, k) for a, b, n, k in rows}
+    assert len(rows) == 33 * 33  # every two runs share pairs (one collection)
+    assert all(by_pair[a, a][1] == 1.0 for a, _ in by_pair)
+    labels_a, labels_b = read_labels(RUNS_DIR / f"{run_a}.txt"), read_labels(RUNS_DIR / f"{run_b}.txt")
+    common = sorted(set(labels_a) & set(labels_b))
+    expected = cohen_kappa_score([labels_a[p] for p in common], [labels_b[p] for p in common])
+    assert by_pair[run_a, run_b][0] == by_pair[run_b, run_a][0] == len(common) == n_pairs
+    assert_close(by_pair[run_a, run_b][1], expected, f"{run_a} x {run_b}")
+    assert_close(by_pair[run_b, run_a][1], expected, f"{run_b} x {run_a}")
+    assert round(by_pair[run_a, run_b][1], 4) == kappa

@@ -19,11 +19,11 @@ from flows.report import report
 from peras.prompting import CANONICAL_ORDER
 from peras.sql import query_frame, run_sql
 from peras.warehouse import open_migrated
-from tasks.report.tables import fmt
+from tasks.report.tables import MAX_SETTING_COLUMNS, MetricTable, RunRowsTable, fmt, metric_tables
 from tasks.report.tasks import read_report_data, render_report
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
-from tests.metrics_fixtures import Judgment, load_judgments
+from tests.metrics_fixtures import Judgment, import_llmjudge, load_judgments
 
 VOID = {"meta", "img", "br", "hr", "link", "input", "source", "col", "wbr"}
 CLASSIFIER_TITLES = [
@@ -422,7 +422,102 @@ def test_personality_kappa_is_cohens_kappa_of_the_two_label_lists(constructed):
     assert kappa["name-r2", "default", "HA"] == (4, None)
 
 
+# ------------------------------------------------------------------------- the 33 LLMJudge submissions
+
+
+@pytest.fixture(scope="module")
+def llmjudge(tmp_path_factory):
+    """LLMJudge with its 33 submissions imported (one setting each: default, no CoT, no confidences)."""
+    settings, _ = import_llmjudge(tmp_path_factory.mktemp("llmjudge"))
+    return settings
+
+
+@pytest.mark.integration
+def test_report_of_33_runs_has_runs_as_rows_and_the_kappa_heatmap(llmjudge, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    state = report(output=str(tmp_path), settings=llmjudge, return_state=True)
+    summary = state.result()
+    html = summary.path.read_text(encoding="utf-8")
+    page = check_self_contained(html)
+    # no per-setting figure (one personality, no confidences): only the heatmap between the runs
+    assert (summary.n_runs, summary.n_settings, summary.n_figures, len(page.images)) == (33, 33, 1, 1)
+    assert [p.name for p in (tmp_path / "figures").glob("*.png")] == ["kappa-runs-llmjudge.png"]
+    assert "Cohen&#39;s kappa between runs · llmjudge · 33 runs · <code>kappa-runs-llmjudge.png</code>" in html
+
+    agreement = [[c["text"] for c in row] for row in page.table("runs-as-rows")]
+    assert len(agreement) == 33
+    assert agreement[0] == ["NISTRetrieval-instruct0", "unknown", "no CoT · none", "default", "0.188", "0.383", "0.329"]
+    assert agreement[-1] == ["willia-umbrela3", "unknown", "no CoT · none", "default", "0.274", "0.475", "0.434"]
+    assert next(row for row in agreement if row[0] == "willia-umbrela1")[4] == "0.286"  # the best kappa, 0.2863
+    headers = [[c["text"] for c in t["rows"][0]] for t in page.tables if "runs-as-rows" in t["class"].split()]
+    assert headers == [["Run", "Model", "Setting", "Personality", "Kappa", "QWK", "Macro-F1"]]
+    assert max(len(t["rows"][0]) for t in page.tables) == 13  # the header's run table; no table 99 columns wide
+    # Table 8 has nothing to show for imports without confidences: no rows, a note
+    assert "33 run × setting × personality groups\n    without values (no confidences) not listed." in html
+    assert "<title>PERAS report · 33 runs</title>" in html
+
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id]))
+        )
+    assert [(a.key, a.data) for a in artifacts] == [
+        ("report", f"[PERAS report: 33 runs, 33 settings, 1 figures]({summary.path.resolve().as_uri()})")
+    ]
+
+
 # ------------------------------------------------------------------------------------------------- units
+
+
+def table_values(n_settings: int, personalities: list[str], metrics: list[str]) -> pl.DataFrame:
+    """select_table_metrics rows: run r<i> (one setting each), value i/10 + personality index/100, kappa null for
+    personality LA (and every metric null for run r0's LA: a group without values)."""
+    rows = [
+        {
+            "run_name": f"r{i}",
+            "collection_id": "coll",
+            "model": "m",
+            "cot": False,
+            "confidence_method": "none",
+            "personality": p,
+            "metric": m,
+            "value": None if p == "LA" and (m == "cohen_kappa" or i == 0) else i / 10 + k / 100,
+            "is_better": p == "HA",
+        }
+        for i in range(n_settings)
+        for k, p in enumerate(personalities)
+        for m in metrics
+    ]
+    return pl.DataFrame(rows)
+
+
+@pytest.mark.core
+def test_a_few_settings_are_column_groups():
+    tables = metric_tables(
+        table_values(MAX_SETTING_COLUMNS, ["default"], ["cohen_kappa", "qwk"]), ["cohen_kappa", "qwk"]
+    )
+    assert [type(t) for t in tables] == [MetricTable]
+    assert [g.title for g in tables[0].groups] == ["r0", "r1", "r2", "r3"]
+    assert [[c.text for c in cells] for _, cells in tables[0].rows] == [
+        ["0.000", "0.000", "0.100", "0.100", "0.200", "0.200", "0.300", "0.300"]
+    ]
+
+
+@pytest.mark.core
+def test_many_settings_are_rows():
+    values = table_values(MAX_SETTING_COLUMNS + 1, ["HA", "LA", "default"], ["cohen_kappa", "macro_f1"])
+    (table,) = metric_tables(values, ["cohen_kappa", "macro_f1"])
+    assert isinstance(table, RunRowsTable) and table.metric_titles == ["Kappa", "Macro-F1"]
+    rows = [(labels, [(c.text, c.is_better) for c in cells]) for labels, cells in table.rows]
+    # default first, then the study's order; r0's LA has no value at all: left out and counted
+    assert rows[:3] == [
+        (["r0", "m", "no CoT · none", "default"], [("0.020", False), ("0.020", False)]),
+        (["r0", "m", "no CoT · none", "HA"], [("0.000", True), ("0.000", True)]),
+        (["r1", "m", "no CoT · none", "default"], [("0.120", False), ("0.120", False)]),
+    ]
+    assert rows[4] == (["r1", "m", "no CoT · none", "LA"], [("–", False), ("0.110", False)])
+    assert (len(rows), table.n_without_values) == (3 * 5 - 1, 1)
 
 
 @pytest.mark.core

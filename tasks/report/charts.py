@@ -18,6 +18,7 @@ from matplotlib.projections.polar import PolarAxes
 from matplotlib.ticker import MaxNLocator
 
 from peras.metric_names import metric_title
+from tasks.report.tables import fmt
 
 DPI = 100
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -50,11 +51,15 @@ def _radial_limits(values: np.ndarray) -> tuple[float, float]:
 def draw_radar(
     metrics: pl.DataFrame, personalities: Sequence[str], names: Sequence[str], title: str, path: Path
 ) -> Path:
-    """One line per metric over the personality axes (the study's Figures 4 and 5); null values leave a gap."""
+    """One line per metric over the personality axes (the study's Figures 4 and 5); null values leave a gap.
+
+    The axis names sit outside the circle, the radial scale on a white box between the first two axes, and the
+    legend below the plot: nothing a line can cross.
+    """
     angles = np.linspace(0, 2 * math.pi, len(personalities), endpoint=False)
     series = {name: np.array([_value(metrics, p, name) for p in personalities]) for name in names}
     low, high = _radial_limits(np.concatenate(list(series.values())))
-    figure = Figure(figsize=(4.6, 4.6))
+    figure = Figure(figsize=(4.8, 5.2))
     ax = cast(PolarAxes, figure.add_subplot(projection="polar"))
     ax.set_theta_offset(math.pi / 2)
     ax.set_theta_direction(-1)
@@ -70,37 +75,70 @@ def draw_radar(
             label=metric_title(name),
         )
     ax.set_xticks(angles)
-    ax.set_xticklabels(list(personalities), fontsize=10)
+    ax.set_xticklabels(list(personalities), fontsize=10, fontweight="bold")
+    ax.tick_params(axis="x", pad=6)
     ax.set_ylim(low, high)
     ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_rlabel_position(180 / len(personalities))  # between the first two axes, off the lines' usual path
-    ax.tick_params(axis="y", labelsize=7, labelcolor="#555555")
-    ax.set_title(title, fontsize=10, pad=18)
-    ax.legend(loc="upper right", bbox_to_anchor=(1.22, 1.14), fontsize=8, frameon=False)
+    ax.tick_params(axis="y", labelsize=7, labelcolor="#444444")
+    for label in ax.get_yticklabels():
+        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5})
+    ax.set_title(_wrap(title), fontsize=10, pad=20)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncols=len(names), fontsize=9, frameon=False)
     return save(figure, path)
 
 
-def draw_kappa_heatmap(kappa: pl.DataFrame, personalities: Sequence[str], title: str, path: Path) -> Path:
-    """Cohen's kappa between every two personalities' labels (the study's Figure 2); null cells are grey."""
-    index = {p: i for i, p in enumerate(personalities)}
-    matrix = np.full((len(personalities), len(personalities)), np.nan)
+def _wrap(title: str, width: int = 48) -> str:
+    """A long title on several lines, broken at its ' · ' separators where it can be."""
+    lines: list[str] = []
+    for part in title.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def draw_kappa_heatmap(
+    kappa: pl.DataFrame,
+    names: Sequence[str],
+    title: str,
+    path: Path,
+    pair: tuple[str, str] = ("personality_a", "personality_b"),
+) -> Path:
+    """Cohen's kappa between every two judges' labels: personalities of a setting (the study's Figure 2), or runs
+    (pair=("run_name_a", "run_name_b")); null or missing cells are grey. Names are shown in the order given."""
+    index = {name: i for i, name in enumerate(names)}
+    matrix = np.full((len(names), len(names)), np.nan)
     for row in kappa.iter_rows(named=True):
-        if row["personality_a"] in index and row["personality_b"] in index and row["cohen_kappa"] is not None:
-            matrix[index[row["personality_a"]], index[row["personality_b"]]] = row["cohen_kappa"]
-    size = 1.8 + 0.48 * len(personalities)
+        if row[pair[0]] in index and row[pair[1]] in index and row["cohen_kappa"] is not None:
+            matrix[index[row[pair[0]]], index[row[pair[1]]]] = row["cohen_kappa"]
+    many = len(names) > 12
+    cell = 0.42 if many else 0.48
+    size = 1.8 + cell * len(names)
     figure = Figure(figsize=(size + 1.2, size))
     ax = figure.add_subplot()
     ax.set_facecolor("#d9d9d9")
     image = ax.imshow(np.ma.masked_invalid(matrix), cmap="RdYlGn", vmin=-1, vmax=1)
-    for i in range(len(personalities)):
-        for j in range(len(personalities)):
+    for i in range(len(names)):
+        for j in range(len(names)):
             value = matrix[i, j]
-            text = "–" if np.isnan(value) else f"{value:.2f}".replace("-0.00", "0.00")
+            text = fmt(None if np.isnan(value) else float(value)).replace("-0.000", "0.000")
             dark = not np.isnan(value) and abs(value) > 0.6  # the colour map's ends are dark: white text there
-            ax.text(j, i, text, ha="center", va="center", fontsize=7.5, color="white" if dark else "#222222")
-    ax.set_xticks(range(len(personalities)), list(personalities), fontsize=9)
-    ax.set_yticks(range(len(personalities)), list(personalities), fontsize=9)
-    ax.set_title(title, fontsize=10)
+            ax.text(
+                j, i, text, ha="center", va="center", fontsize=6 if many else 7, color="white" if dark else "#222222"
+            )
+    long_names = max((len(name) for name in names), default=0) > 4
+    ax.set_xticks(
+        range(len(names)),
+        list(names),
+        fontsize=8 if many else 9,
+        rotation=45 if long_names else 0,
+        ha="right" if long_names else "center",
+        rotation_mode="anchor",
+    )
+    ax.set_yticks(range(len(names)), list(names), fontsize=8 if many else 9)
+    ax.set_title(_wrap(title, 80), fontsize=10)
     figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Cohen's kappa")
     return save(figure, path)
 
@@ -153,8 +191,7 @@ def draw_reliability_diagrams(
         ax.scatter(filled["mean_p"] * 100, filled["accuracy"], color="#d62728", s=12, zorder=3)
         score = ece.get(personality)
         n = int(rows["n_judgments"].sum()) if rows.height else 0
-        label = f"{personality}  ECE {score:.3f}" if score is not None else f"{personality}  ECE –"
-        ax.set_title(f"{label}  (n={n})", fontsize=9)
+        ax.set_title(f"{personality}  ECE {fmt(score)}  (n={n:,})", fontsize=9)
         ax.set_xlim(0, 100)
         ax.set_ylim(0, 1.02)
         ax.tick_params(labelsize=8)

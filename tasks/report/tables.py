@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -30,8 +31,12 @@ class Setting(NamedTuple):
     confidence_method: str
 
     @property
+    def setting_label(self) -> str:
+        return f"{'CoT' if self.cot else 'no CoT'} · {self.confidence_method}"
+
+    @property
     def label(self) -> str:
-        return f"{self.run_name} · {'CoT' if self.cot else 'no CoT'} · {self.confidence_method}"
+        return f"{self.run_name} · {self.setting_label}"
 
     @property
     def slug(self) -> str:
@@ -100,41 +105,85 @@ class MetricTable:
     metrics: list[str]
     groups: list[ColumnGroup]
     rows: list[tuple[str, list[Cell]]]
+    layout = "wide"
 
     @property
     def metric_titles(self) -> list[str]:
         return [METRIC_TITLES[m] for m in self.metrics]
 
 
-def metric_tables(values: pl.DataFrame, metrics: list[str]) -> list[MetricTable]:
-    """One table per collection from select_table_metrics rows: a column group per setting."""
+@dataclass(frozen=True)
+class RunRowsTable:
+    """Table 7 or 8 for a collection with many settings: a row per run x setting x personality, metrics across.
+
+    Rows whose every metric is null (runs without confidences, in Table 8) are left out and counted.
+    """
+
+    collection_id: str
+    metrics: list[str]
+    rows: list[tuple[list[str], list[Cell]]]  # (run, model, setting, personality), a cell per metric
+    n_without_values: int
+    layout = "rows"
+
+    @property
+    def metric_titles(self) -> list[str]:
+        return [METRIC_TITLES[m] for m in self.metrics]
+
+
+MAX_SETTING_COLUMNS = 4  # a collection with more settings has runs as rows: 33 imports are 33 rows, not 99 columns
+
+
+def metric_tables(values: pl.DataFrame, metrics: list[str]) -> list[MetricTable | RunRowsTable]:
+    """One table per collection from select_table_metrics rows: a column group per setting, or (more than
+    MAX_SETTING_COLUMNS settings) a row per run x setting x personality."""
     chosen = values.filter(pl.col("metric").is_in(metrics))
-    tables = []
+    tables: list[MetricTable | RunRowsTable] = []
     for collection_id in sorted(chosen["collection_id"].unique().to_list()):
         rows_of = chosen.filter(pl.col("collection_id") == collection_id)
         settings = settings_of(rows_of)
-        lookup = {
-            (r["run_name"], r["cot"], r["confidence_method"], r["personality"], r["metric"]): r
-            for r in rows_of.iter_rows(named=True)
-        }
+        if len(settings) > MAX_SETTING_COLUMNS:
+            tables.append(_run_rows_table(collection_id, metrics, settings, rows_of))
+            continue
+        cells = _cells(rows_of)
         groups = [
-            ColumnGroup(
-                s.run_name,
-                f"{s.model} · {'CoT' if s.cot else 'no CoT'} · {s.confidence_method}",
-                s.rows(rows_of)["value"].is_not_null().any(),
-            )
+            ColumnGroup(s.run_name, f"{s.model} · {s.setting_label}", s.rows(rows_of)["value"].is_not_null().any())
             for s in settings
         ]
-        rows = []
-        for personality in order_personalities(set(rows_of["personality"].to_list())):
-            cells = []
-            for s in settings:
-                for metric in metrics:
-                    row = lookup.get((s.run_name, s.cot, s.confidence_method, personality, metric))
-                    cells.append(Cell(fmt(row["value"]), bool(row["is_better"])) if row else Cell(DASH))
-            rows.append((personality, cells))
+        rows = [
+            (personality, [cells(s, personality, metric) for s in settings for metric in metrics])
+            for personality in order_personalities(set(rows_of["personality"].to_list()))
+        ]
         tables.append(MetricTable(collection_id, metrics, groups, rows))
     return tables
+
+
+def _run_rows_table(
+    collection_id: str, metrics: list[str], settings: list[Setting], values: pl.DataFrame
+) -> RunRowsTable:
+    cells, rows, n_empty = _cells(values), [], 0
+    for s in settings:
+        mine = s.rows(values)
+        for personality in order_personalities(set(mine["personality"].to_list())):
+            if mine.filter(pl.col("personality") == personality)["value"].is_null().all():
+                n_empty += 1
+                continue
+            labels = [s.run_name, s.model, s.setting_label, personality]
+            rows.append((labels, [cells(s, personality, metric) for metric in metrics]))
+    return RunRowsTable(collection_id, metrics, rows, n_empty)
+
+
+def _cells(values: pl.DataFrame) -> Callable[[Setting, str, str], Cell]:
+    """The cell of (setting, personality, metric): the value formatted, marked when it beats default."""
+    lookup = {
+        (r["run_name"], r["cot"], r["confidence_method"], r["personality"], r["metric"]): r
+        for r in values.iter_rows(named=True)
+    }
+
+    def cell(s: Setting, personality: str, metric: str) -> Cell:
+        row = lookup.get((s.run_name, s.cot, s.confidence_method, personality, metric))
+        return Cell(fmt(row["value"]), bool(row["is_better"])) if row else Cell(DASH)
+
+    return cell
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,11 +12,11 @@ from typing import Any
 import jinja2
 import polars as pl
 from prefect import task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import UsageError
-from peras.metric_names import CLASSIFIER_METRIC_TITLES
+from peras.metric_names import CLASSIFIER_METRIC_TITLES, metric_title
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated
@@ -42,11 +43,21 @@ FIGURE_NAMES = (
     "kappa-personalities-",
     "confidence-by-label-",
     "reliability-",
+    "kappa-runs-",
 )
 CONFIDENCE_PERSONALITIES = ["default", "HA", "LA", "HN", "LN"]  # Figure 3's bars unless --personality is given
 PRIMING_VIEWS = ["priming_index", "priming_personality"]  # sql/priming/views/priming_*.sql
 PRIMING_MAX_ROWS = 100
-READS = ["failures", "table_metrics", "personality_kappa", "confidence_by_relevance", "calibration_bins", "classifier"]
+READS = [
+    "failures",
+    "table_metrics",
+    "personality_kappa",
+    "judge_kappa",
+    "confidence_by_relevance",
+    "calibration_bins",
+    "classifier",
+]
+SECTIONS = ("radar", "kappa", "judges", "confidence", "calibration")  # the template's figure sections
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class ReportData:
     failures: pl.DataFrame
     table_metrics: pl.DataFrame
     personality_kappa: pl.DataFrame
+    judge_kappa: pl.DataFrame
     confidence_by_relevance: pl.DataFrame
     calibration_bins: pl.DataFrame
     classifier: pl.DataFrame
@@ -134,6 +146,23 @@ def draw_figures(data: ReportData, figures_dir: Path, confidence_personalities: 
     figures: list[Figure] = []
     for setting in data.settings:
         figures += _setting_figures(data, setting, figures_dir, confidence_personalities)
+    return figures + _judge_figures(data, figures_dir)
+
+
+def _judge_figures(data: ReportData, out: Path) -> list[Figure]:
+    """Per collection where two runs share labelled pairs: the kappa heatmap between runs, in the header's order."""
+    figures = []
+    for collection_id in data.runs["collection_id"].unique(maintain_order=True).to_list():
+        kappa = data.judge_kappa.filter(pl.col("collection_id") == collection_id)
+        if kappa.filter(pl.col("run_name_a") != pl.col("run_name_b")).height == 0:
+            continue
+        names = data.runs.filter(pl.col("collection_id") == collection_id)["run_name"].to_list()
+        title = f"Cohen's kappa between runs · {collection_id} · {len(names)} runs"
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", collection_id)
+        path = charts.draw_kappa_heatmap(
+            kappa, names, title, out / f"kappa-runs-{slug}.png", pair=("run_name_a", "run_name_b")
+        )
+        figures.append(Figure("judges", collection_id, title, path))
     return figures
 
 
@@ -152,7 +181,7 @@ def _setting_figures(data: ReportData, s: Setting, out: Path, chosen: list[str])
         (
             many,
             "radar",
-            "Kappa, QWK, F1",
+            ", ".join(map(metric_title, AGREEMENT_METRICS)),
             "radar-agreement",
             charts.draw_radar,
             (metrics, personalities, AGREEMENT_METRICS),
@@ -160,7 +189,7 @@ def _setting_figures(data: ReportData, s: Setting, out: Path, chosen: list[str])
         (
             many and has_confidence,
             "radar",
-            "RO, RU, HMR",
+            ", ".join(map(metric_title, RELIABILITY_METRICS)),
             "radar-reliability",
             charts.draw_radar,
             (metrics, personalities, RELIABILITY_METRICS),
@@ -230,10 +259,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "failures": data.failures.to_dicts(),
         "agreement_tables": metric_tables(data.table_metrics, AGREEMENT_METRICS),
         "reliability_tables": metric_tables(data.table_metrics, RELIABILITY_METRICS),
-        "figures": {
-            section: [f for f in figures if f.section == section]
-            for section in ("radar", "kappa", "confidence", "calibration")
-        },
+        "figures": {section: [f for f in figures if f.section == section] for section in SECTIONS},
         "classifier_tables": _classifier_tables(data.classifier),
         "classifier_titles": list(CLASSIFIER_METRIC_TITLES.values()),
         "priming_plots": priming_plots,
@@ -264,12 +290,10 @@ def write_report(html: str, path: Path, data: ReportData, figures: list[Figure])
 
 @task(cache_policy=NO_CACHE)
 def publish_report_artifact(summary: ReportSummary) -> None:
-    """Where the report was written, as a markdown artifact on the flow run."""
-    create_markdown_artifact(
-        markdown=(
-            f"# PERAS report\n\n`{summary.path}` ({summary.n_bytes:,} bytes): {summary.n_runs} runs, "
-            f"{summary.n_settings} settings, {summary.n_figures} figures (PNGs in `{summary.figures_dir}`)."
-        ),
+    """A link to the report file, as a link artifact on the flow run."""
+    create_link_artifact(
+        link=summary.path.resolve().as_uri(),
+        link_text=f"PERAS report: {summary.n_runs} runs, {summary.n_settings} settings, {summary.n_figures} figures",
         key="report",
-        description="peras report",
+        description=f"{summary.path} ({summary.n_bytes:,} bytes; PNGs in {summary.figures_dir})",
     )
