@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -126,8 +127,6 @@ def test_changed_files_replace_the_collection(settings, tmp_path):
 def test_msmarco_tsv_passages_split_on_first_tab(settings, tmp_path):
     files = custom_files(tmp_path)
     tsv = tmp_path / "collection.tsv"
-    import json
-
     lines = [json.loads(line) for line in files["passages"].read_text().splitlines()]
     tsv.write_text("".join(f"{p['docid']}\t{p['doc']}\twith\ta tab\n" for p in lines))
     ingest(
@@ -223,3 +222,70 @@ def test_gate_failure_lists_rows_and_publishes_nothing(settings, tmp_path, capsy
     assert "quality gate failed, nothing was published" in result.err
     assert "passage texts are non-empty" in result.err and "'doc_id': 'e1'" in result.err
     assert snapshot(settings.warehouse) == before
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def with_bom(path: Path) -> None:
+    """Prefix a file with the UTF-8 byte-order mark a Windows editor writes."""
+    path.write_bytes(BOM + path.read_bytes())
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        # the qrels: without the fix the first pair's query id became "\ufeffs1", judged but without text
+        ["qrels"],
+        # the queries: the first query lost its text
+        ["queries"],
+        # JSONL passages: the BOM hid the "{" and the file was read as TSV
+        ["passages"],
+        # all three at once, as an export from one Windows tool would be
+        ["qrels", "queries", "passages"],
+    ],
+)
+def test_utf8_bom_is_dropped_by_every_reader(settings, tmp_path, capsys, roles):
+    files = custom_files(tmp_path)
+    for role in roles:
+        with_bom(files[role])
+    result = ingest_cli(capsys, settings, files)
+    assert (result.exit_code, result.err) == (0, "")
+    assert result.out.startswith("mine: 40 judged pairs, 5 queries, 40 passages")
+    assert rows(settings, "select relevance from qrels where query_id = 's1' and doc_id = 'e1'") == [(3,)]
+    assert rows(settings, "select count(*) from queries where query_id = 's1' and text like 'how long%'") == [(1,)]
+    assert rows(settings, "select count(*) from passages where doc_id = 'e1' and text like 'For a soft%'") == [(1,)]
+
+
+def test_utf8_bom_in_msmarco_tsv_passages_and_gzip(settings, tmp_path, capsys):
+    files = custom_files(tmp_path)
+    lines = [json.loads(line) for line in files["passages"].read_text().splitlines()]
+    tsv = tmp_path / "collection.tsv.gz"
+    tsv.write_bytes(gzip.compress(BOM + "".join(f"{p['docid']}\t{p['doc']}\n" for p in lines).encode()))
+    result = ingest_cli(capsys, settings, files | {"passages": tsv})
+    assert (result.exit_code, result.err) == (0, "")
+    assert rows(settings, "select count(*) from passages where doc_id = 'e1' and text like 'For a soft%'") == [(1,)]
+
+
+def test_utf16_file_says_to_save_as_utf8(settings, tmp_path, capsys):
+    files = custom_files(tmp_path)
+    files["queries"].write_bytes(files["queries"].read_text().encode("utf-16"))
+    result = ingest_cli(capsys, settings, files)
+    assert (result.exit_code, result.err) == (1, f"error: {files['queries']}: file is UTF-16: save it as UTF-8\n")
+
+
+def test_utf8_bom_in_imported_judgments_keeps_the_first_pair(settings, tmp_path, capsys):
+    ingest(preset="sample", settings=settings)
+    run = tmp_path / "run.txt"
+    run.write_bytes(BOM + b"s1 0 e1 3\ns1 0 e2 2\n")
+    result = run_cli(
+        capsys, "import-judgments", str(run), "--name", "bom", "--collection", "sample",
+        "--warehouse", str(settings.warehouse),
+    )
+    assert (result.exit_code, result.err) == (0, "")
+    assert "pairs not in the qrels" not in result.out
+    assert rows(
+        settings,
+        "select query_id, doc_id, label from judgments join judge_runs using (run_id) "
+        "where run_name = 'bom' order by doc_id",
+    ) == [("s1", "e1", 3), ("s1", "e2", 2)]

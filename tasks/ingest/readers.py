@@ -4,7 +4,8 @@
 - queries: TSV `query_id<TAB>text`, split on the first tab only.
 - passages: MS MARCO `collection.tsv` (`doc_id<TAB>text`, first tab only) or JSONL with one of the key
   pairs ("docid", "doc"), ("doc_id", "text"), ("pid", "passage").
-Any of them may be gzipped (detected from the magic bytes, not the name).
+Any of them may be gzipped (detected from the magic bytes, not the name), and may start with a UTF-8
+byte-order mark (Windows editors write one), which is dropped.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from peras.errors import InputError, UsageError
+from peras.errors import InputError, UsageError, clip
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = "\ufeff"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 QRELS_ITER_COLUMN = {"Q0", "0"}
 JSONL_KEYS = (("docid", "doc"), ("doc_id", "text"), ("pid", "passage"))
 
@@ -54,19 +57,27 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 
 def iter_lines(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[int, str]]:
-    """Yield (line number, text without line ending) for each line; non-UTF-8 bytes are an error."""
+    """Yield (line number, text without line ending) for each line; non-UTF-8 bytes are an error.
+
+    A byte-order mark at the start of the file is not part of the first line: left in, it would glue itself
+    to the first query id, which then matches nothing.
+    """
     n_lines = 0
     with _open_binary(path) as handle:
         try:
             for n_lines, raw in enumerate(handle, start=1):  # noqa: B007 - n_lines used after the loop
                 if on_bytes is not None:
                     on_bytes(len(raw))
+                if n_lines == 1 and raw.startswith(UTF16_BOMS):
+                    raise InputError("file is UTF-16: save it as UTF-8", path)
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     raise InputError(
                         f"not UTF-8: byte 0x{raw[exc.start]:02x} at column {exc.start + 1}", path, n_lines
                     ) from None
+                if n_lines == 1:
+                    text = text.removeprefix(UTF8_BOM)
                 yield n_lines, text.rstrip("\r\n")
         except (OSError, EOFError) as exc:  # truncated or corrupt gzip
             raise InputError(f"cannot read file: {exc}", path, n_lines + 1) from None
@@ -94,24 +105,22 @@ def read_qrels(path: Path) -> QrelsFile:
         n_records += 1
         fields = text.split()
         if len(fields) != 4:
-            raise InputError(
-                f"expected 4 columns `query_id Q0 doc_id relevance`, found {len(fields)}", path, line_no
-            )
+            raise InputError(f"expected 4 columns `query_id Q0 doc_id relevance`, found {len(fields)}", path, line_no)
         query_id, iteration, doc_id, label = fields
         if iteration not in QRELS_ITER_COLUMN:
-            raise InputError(f"second column must be Q0 or 0, found {iteration!r}", path, line_no)
+            raise InputError(f"second column must be Q0 or 0, found {clip(iteration, quote=True)}", path, line_no)
         try:
             relevance = int(label)
         except ValueError:
-            raise InputError(f"relevance {label!r} is not an integer", path, line_no) from None
+            raise InputError(f"relevance {clip(label, quote=True)} is not an integer", path, line_no) from None
         if not 0 <= relevance <= 3:
-            raise InputError(f"relevance {relevance} is outside 0-3", path, line_no)
+            raise InputError(f"relevance {clip(label)} is outside 0-3", path, line_no)
         qrel = Qrel(query_id, doc_id, relevance, line_no)
         earlier = seen.get((query_id, doc_id))
         if earlier is not None:
             if earlier.relevance != relevance:
                 raise InputError(
-                    f"pair ({query_id}, {doc_id}) judged {earlier.relevance} on line {earlier.line} "
+                    f"pair ({clip(query_id)}, {clip(doc_id)}) judged {earlier.relevance} on line {earlier.line} "
                     f"and {relevance} here",
                     path,
                     line_no,
@@ -162,12 +171,11 @@ def read_jsonl(path: Path, wanted: set[str] | None = None) -> ReadResult:
                 break
         else:
             names = ", ".join(f'"{a}"/"{b}"' for a, b in JSONL_KEYS)
-            raise InputError(f"expected keys {names}; found {sorted(obj)[:6]}", path, line_no)
+            found = ", ".join(clip(key, quote=True) for key in sorted(obj)[:6])
+            raise InputError(f"expected keys {names}; found [{found}]", path, line_no)
         record_id, body = obj[id_key], obj[text_key]
         if not isinstance(body, str) or isinstance(record_id, bool | list | dict) or record_id is None:
-            raise InputError(
-                f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no
-            )
+            raise InputError(f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no)
         _keep(records, str(record_id).strip(), body.strip(), wanted, path, line_no, "passage")
     return ReadResult(records, n_records)
 
@@ -196,5 +204,5 @@ def _keep(
         return
     earlier = records.get(record_id)
     if earlier is not None and earlier != body:
-        raise InputError(f"{what} {record_id} appears twice with different text", path, line)
+        raise InputError(f"{what} {clip(record_id)} appears twice with different text", path, line)
     records[record_id] = body
