@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib
+import inspect
 import os
 import sys
+import types
+from typing import NoReturn
 
 # Flow-run logs still go to the Prefect API/UI; the terminal shows only peras' own lines.
 # (PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO peras ... shows Prefect's run logs too.)
@@ -13,7 +18,9 @@ os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 import click
 
 from cli.commands import COMMAND_MODULES
-from peras.errors import PerasError
+from peras.errors import PerasError, one_line
+
+ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -41,26 +48,51 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        fail("aborted", 130)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except PerasError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+        fail(f"error: {exc}", exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        click.echo("interrupted: re-run the same command to resume", err=True)
-        sys.exit(130)
+        fail("interrupted: re-run the same command to resume", 130)
     except Exception as exc:  # a bug, not a user error: one line, and the traceback on request
         if os.environ.get("PERAS_DEBUG"):
             raise
-        click.echo(
-            f"error: internal error {type(exc).__name__}: {exc} (PERAS_DEBUG=1 shows the traceback)", err=True
-        )
-        sys.exit(1)
+        from peras.warehouse import storage_failure
+
+        problem = storage_failure(exc)  # a full disk or a read-only file is the machine's, not a bug
+        message = problem or f"internal error {type(exc).__name__}: {exc} (PERAS_DEBUG=1 shows the traceback)"
+        fail(f"error: {message}", 1)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print `message` as one capped line on stderr and exit with `code`."""
+    release_frames()
+    click.echo(one_line(message), err=True)
+    sys.exit(code)
+
+
+def release_frames() -> None:
+    """Free the locals of the finished frames that tracebacks still hold, just before exiting on an error.
+
+    Prefect keeps a failed run's exception (and copies of it) until the interpreter exits; through their
+    tracebacks they keep the frames' DuckDB connections and relations, which are then freed after DuckDB's
+    module, and nanobind prints a "leaked" report of them after our one line. Coroutine frames are left
+    alone: Prefect's event loops may still resume them.
+    """
+    for obj in gc.get_objects():
+        tb = obj if isinstance(obj, types.TracebackType) else None
+        while tb is not None:
+            frame, tb = tb.tb_frame, tb.tb_next
+            if frame.f_code.co_flags & ASYNC_CODE:
+                continue
+            with contextlib.suppress(RuntimeError):  # a frame still executing cannot be cleared
+                frame.clear()
+                _ = frame.f_locals  # re-syncs the dict a traceback printer may have made of the old locals
+    gc.collect()
 
 
 if __name__ == "__main__":

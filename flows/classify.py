@@ -31,6 +31,7 @@ from tasks.classify.tasks import (
     evaluate_single_streams,
     evaluate_votes,
 )
+from tasks.publish.tasks import publish_analyst_snapshot
 
 
 @flow(name="classify", flow_run_name="classify-{collection}", log_prints=True)
@@ -59,6 +60,7 @@ def classify(
     rows += evaluate_votes(matrix, splits) + evaluate_single_streams(matrix, splits)
     params = {"trials": trials, "seed": seed, "train_fraction": train_fraction, "learners": chosen}
     run_id = publish_results(settings, collection, feature_set, matrix, params, rows, started_at)
+    publish_analyst_snapshot(settings)
     summary = load_summary(settings, run_id)
     table = build_results_table(summary, run_id, collection, feature_set, matrix, chosen)
     publish_table_artifact(table)

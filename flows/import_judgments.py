@@ -15,6 +15,7 @@ from tasks.import_judgments.tasks import (
     parse_judgment_file,
     publish_import,
 )
+from tasks.publish.tasks import publish_analyst_snapshot
 
 
 @flow(name="import-judgments", flow_run_name="import-{name}", log_prints=True)
@@ -34,6 +35,7 @@ def import_judgments(
     parsed = parse_judgment_file(Path(path), confidence_column)
     fingerprint = fingerprint_import(parsed, collection, model or "unknown", confidence_column)
     report = publish_import(settings, parsed, name, collection, model or "unknown", confidence_column, fingerprint)
+    publish_analyst_snapshot(settings)
     publish_import_artifact(report)
     return report
 

@@ -18,6 +18,7 @@ from tasks.ingest.tasks import (
     read_collection,
     select_subset,
 )
+from tasks.publish.tasks import publish_analyst_snapshot
 
 
 @flow(name="ingest", flow_run_name="ingest-{preset}", log_prints=True)
@@ -40,11 +41,13 @@ def ingest(
     source = resolve_source(settings, preset, name, qrels, queries, passages, subset_topics)
     fingerprint, files = fingerprint_sources(source)
     if not force and published_fingerprint(settings, source.collection_id) == fingerprint:
+        publish_analyst_snapshot(settings)
         return {"collection_id": source.collection_id, "status": "unchanged"}
     staged = read_collection(source, files)
     check_collection(staged)
     subset = select_subset(staged, source)
     ingest_run_id = publish_collection(settings, source, staged, subset, fingerprint, started_at)
+    publish_analyst_snapshot(settings)
     return {
         "collection_id": source.collection_id,
         "status": "published",

@@ -8,6 +8,7 @@ from prefect.runtime import flow_run
 
 from peras.settings import Settings, load_settings
 from tasks.metrics.tasks import publish_metrics_artifact, read_metrics, refresh_views, resolve_views
+from tasks.publish.tasks import publish_analyst_snapshot
 
 
 def metrics_run_name() -> str:
@@ -32,6 +33,7 @@ def metrics(
     settings = settings or load_settings()
     names = resolve_views(views or ["all"])
     refresh_views(settings)
+    publish_analyst_snapshot(settings)  # a no-op unless refresh_views had to migrate the warehouse
     frames = read_metrics(settings, names, run, collection, cot)
     publish_metrics_artifact(frames)
     return frames

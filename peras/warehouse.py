@@ -1,26 +1,51 @@
-"""The DuckDB warehouse: short-lived connections, versioned migrations, views from sql/ files.
+"""The DuckDB warehouse: short-lived connections, versioned migrations, views from sql/ files, analysts' snapshot.
 
-DuckDB lets one process write at a time and a writer locks the file. Every stage therefore opens the
-warehouse only for the moment it reads or publishes, and retries while another process holds it.
+DuckDB lets one process write at a time, and any open connection, read-only included, holds a lock on the file
+that a writer cannot get past. Every stage therefore opens the warehouse only for the moment it reads or
+publishes, and retries while another process holds it. Analysts read a copy instead: after each stage publishes,
+`publish_snapshot` replaces `<stem>.analyst.duckdb` next to the warehouse, which no stage ever opens.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import re
+import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
-from peras.errors import UsageError
+from peras.errors import PerasError, UsageError
 from peras.paths import SQL_DIR
 from peras.sql import view_files
 
+if TYPE_CHECKING:
+    from peras.settings import Settings
+
 MIGRATION_NAME = re.compile(r"^V(\d{3})__(\w+)\.sql$")
 LOCK_HINTS = ("Could not set lock", "Conflicting lock", "database is locked")
+LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+LOCK_WAIT_S = 120.0  # how long a stage waits for another process's lock before it gives up
+SNAPSHOT_SUFFIX = ".analyst.duckdb"
+SNAPSHOT_WAIT_S = 30.0  # an end-of-stage refresh waits this long for the lock, a mid-run one a tenth of it
+# What the operating system says when the disk or the file will not take a write (DuckDB passes it on).
+STORAGE_FAILURES = {
+    "No space left on device": "free some space and run the same command again",
+    "Disk quota exceeded": "free some space and run the same command again",
+    "Read-only file system": "the file system is mounted read-only: point --warehouse at a writable copy",
+    "Permission denied": "the file is not writable for you: fix its permissions or point --warehouse at a copy",
+    "Operation not permitted": "the file is not writable (read-only or immutable): point --warehouse at a copy",
+}
+CREATE_PERSISTENT = re.compile(r"^(\s*create\s+or\s+replace\s+)(macro|view)\b", re.IGNORECASE | re.MULTILINE)
+
+log = logging.getLogger(__name__)
 
 
 def now() -> datetime:
@@ -29,28 +54,85 @@ def now() -> datetime:
 
 
 @contextmanager
-def connect(
-    path: Path, read_only: bool = False, wait_s: float = 120.0
-) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the warehouse, waiting while another process holds the write lock."""
+def connect(path: Path, read_only: bool = False, wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the warehouse, waiting up to `wait_s` (default LOCK_WAIT_S) while another process holds its lock.
+
+    A file that cannot be opened (still locked, not a DuckDB file, not writable) is one UsageError line.
+    """
     if read_only and not path.exists():
         raise UsageError(f"no warehouse at {path}: run `peras ingest sample` (or set PERAS_WAREHOUSE) first")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait_s
-    delay = 0.05
-    while True:
+    if not read_only:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
-            break
-        except duckdb.IOException as exc:
-            if not any(h in str(exc) for h in LOCK_HINTS) or time.monotonic() > deadline:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot create the warehouse's directory {path.parent}: {exc.strerror}") from None
+    con = _open(path, read_only, LOCK_WAIT_S if wait_s is None else wait_s)
     try:
         yield con
     finally:
         con.close()
+
+
+def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    started = time.monotonic()
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            locked = any(hint in str(exc) for hint in LOCK_HINTS)
+            if locked and time.monotonic() - started < wait_s:
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+                continue
+            message = lock_message(path, exc, wait_s) if locked else open_failure(path, exc, read_only)
+            raise UsageError(message) from None
+
+
+def lock_message(path: Path, exc: BaseException, waited_s: float) -> str:
+    """Who holds the lock (as DuckDB names it) and what to do about it, in one line."""
+    holder = LOCK_HOLDER.search(str(exc))
+    who = f"{holder['program']} (PID {holder['pid']})" if holder else "another process"
+    return (
+        f"the warehouse {path} is locked by {who}, still after {waited_s:.0f} s: if that is a notebook or a duckdb "
+        f"shell, close its connection (even a read-only one blocks every stage) and read the analysts' snapshot "
+        f"{snapshot_path(path)} instead (docs/warehouse.md); if it is another peras stage, run this when it ends"
+    )
+
+
+def open_failure(path: Path, exc: BaseException, read_only: bool) -> str:
+    """Why `path` cannot be opened, in one line that says what to do."""
+    text = first_line(exc)
+    if "not a valid DuckDB database file" in text:
+        return f"{path} is not a DuckDB database: point --warehouse (or PERAS_WAREHOUSE) at the warehouse file"
+    for failure, advice in STORAGE_FAILURES.items():
+        if failure in text:
+            doing = "read" if read_only else "write"
+            return f"cannot {doing} the warehouse {path} ({failure.lower()}): {advice}"
+    return f"cannot open the warehouse {path}: {text}"
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """A full disk, a read-only file system, a file without write permission, as one line; None if not that.
+
+    Raised by DuckDB or Python anywhere in a stage (the stage's transaction has then published nothing).
+    """
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM):
+        failure = os.strerror(exc.errno)
+        where = f" {exc.filename}" if exc.filename else ""
+        return f"cannot write{where} ({failure.lower()}): {STORAGE_FAILURES.get(failure, 'fix it and run again')}"
+    if isinstance(exc, duckdb.Error):
+        text = first_line(exc)
+        for failure, advice in STORAGE_FAILURES.items():
+            if failure in text:
+                return f"{text}: {advice}"
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, first line only."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 @contextmanager
@@ -97,11 +179,22 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     return applied
 
 
-def apply_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Create every view from sql/{staging,marts,metrics}; a view is named after its file.
+def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The migration versions this warehouse lacks (read-only: nothing is applied)."""
+    try:
+        have = {row[0] for row in con.execute("select version from schema_migrations").fetchall()}
+    except duckdb.CatalogException:
+        have = set()
+    return [version for version, _, _ in migrations() if version not in have]
+
+
+def apply_views(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None:
+    """Create every view from sql/<stage>/views; a view is named after its file.
 
     Files that start with `create` (macros) run as written. Views may depend on each other in any
-    order: failures are retried until no further progress is possible.
+    order: failures are retried until no further progress is possible. `temporary` creates them in the
+    connection's temporary schema, where they shadow the stored ones: how a read-only reader gets the
+    definitions of the code it runs without writing anything.
     """
     pending = view_files()
     while pending:
@@ -109,9 +202,10 @@ def apply_views(con: duckdb.DuckDBPyConnection) -> None:
         for path in pending:
             text = path.read_text(encoding="utf-8")
             body = _strip_comments(text).lstrip().lower()
-            statement = (
-                text if body.startswith("create") else f"create or replace view {path.stem} as\n{text}"
-            )
+            if body.startswith("create"):
+                statement = CREATE_PERSISTENT.sub(r"\1temp \2", text) if temporary else text
+            else:
+                statement = f"create or replace {'temp ' if temporary else ''}view {path.stem} as\n{text}"
             try:
                 con.execute(statement)
             except duckdb.CatalogException as exc:
@@ -127,8 +221,124 @@ def _strip_comments(text: str) -> str:
 
 
 @contextmanager
-def open_migrated(path: Path, wait_s: float = 120.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def open_migrated(path: Path, wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection to an up-to-date warehouse."""
     with connect(path, read_only=False, wait_s=wait_s) as con:
         migrate(con)
         yield con
+
+
+def ensure_migrated(path: Path, wait_s: float | None = None) -> None:
+    """Apply missing migrations, opening the warehouse for writing only when one is missing.
+
+    What a stage that only reads calls first: it then works on a read-only file and never rewrites the views.
+    """
+    if path.exists():
+        with connect(path, read_only=True, wait_s=wait_s) as con:
+            if not pending_migrations(con):
+                return
+    with open_migrated(path, wait_s):
+        pass
+
+
+@contextmanager
+def open_current(path: Path, wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection on which every view and macro is the one in sql/ now (as temporary objects).
+
+    For stages that only read (metrics, report): the stored views are those of the last writer's code.
+    """
+    with connect(path, read_only=True, wait_s=wait_s) as con:
+        if not pending_migrations(con):
+            apply_views(con, temporary=True)
+        yield con
+
+
+def lock_down(con: duckdb.DuckDBPyConnection) -> None:
+    """No file but the open database can be read or written on `con`, and that cannot be switched back.
+
+    For analysts' ad-hoc SQL: no COPY TO, no ATTACH, no read_csv('/etc/passwd'), no glob, no extensions.
+    """
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+
+
+def snapshot_path(warehouse: Path) -> Path:
+    """The analysts' copy of `warehouse`: `<stem>.analyst.duckdb` in the same directory."""
+    return warehouse.with_name(warehouse.stem + SNAPSHOT_SUFFIX)
+
+
+def wal_path(warehouse: Path) -> Path:
+    """DuckDB's write-ahead log of `warehouse` (changes committed but not yet checkpointed into the file)."""
+    return warehouse.with_name(warehouse.name + ".wal")
+
+
+def snapshot_is_current(warehouse: Path) -> bool:
+    """Whether the snapshot holds the warehouse's latest state.
+
+    A snapshot carries its warehouse's size and modification time (shutil.copy2); any later commit changes the
+    warehouse file or leaves a write-ahead log.
+    """
+    try:
+        source, copy = warehouse.stat(), snapshot_path(warehouse).stat()
+    except OSError:
+        return False
+    return _wal_bytes(warehouse) == 0 and (source.st_size, source.st_mtime_ns) == (copy.st_size, copy.st_mtime_ns)
+
+
+def _wal_bytes(warehouse: Path) -> int:
+    try:
+        return wal_path(warehouse).stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def analyst_source(warehouse: Path) -> Path:
+    """What `peras sql` and `peras export` read: the snapshot when it is current, else the warehouse itself."""
+    return snapshot_path(warehouse) if snapshot_is_current(warehouse) else warehouse
+
+
+def publish_snapshot(
+    settings: Settings, throttled: bool = False, warn: Callable[[str], None] | None = None
+) -> Path | None:
+    """Replace the analysts' snapshot with a copy of the warehouse as it is now; return it (None: not refreshed).
+
+    Writers call it after they publish. `throttled` (mid-run refreshes) skips it when the snapshot is younger
+    than settings.analyst_snapshot_interval_s. It never fails the stage: a warehouse still locked, a full
+    disk, a failed copy leave the previous snapshot in place and are reported to `warn` (default: this module's
+    logger). Readers who have the old snapshot open keep reading it (os.replace swaps the name, not their open
+    file) until they reconnect.
+    """
+    warehouse, target = settings.warehouse, snapshot_path(settings.warehouse)
+    if not settings.analyst_snapshot or not warehouse.exists():
+        return None
+    if throttled and target.exists() and time.time() - target.stat().st_ctime < settings.analyst_snapshot_interval_s:
+        return None
+    if snapshot_is_current(warehouse):
+        return target
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        wait_s = SNAPSHOT_WAIT_S / 10 if throttled else SNAPSHOT_WAIT_S
+        with connect(warehouse, wait_s=wait_s) as con:
+            con.execute("checkpoint")  # everything committed is now in the file itself, none in the .wal
+            if not snapshot_is_current(warehouse):
+                _copy_checked(warehouse, temporary)
+                os.replace(temporary, target)
+        return target
+    except (PerasError, duckdb.Error, OSError) as exc:
+        (warn or log.warning)(f"analysts' snapshot {target} not refreshed (the previous one stays): {first_line(exc)}")
+        return None
+    finally:
+        with suppress(OSError):
+            temporary.unlink(missing_ok=True)
+
+
+def _copy_checked(warehouse: Path, copy: Path) -> None:
+    """Copy the checkpointed warehouse, durably, and make sure nothing wrote to it meanwhile."""
+    before = warehouse.stat()
+    shutil.copy2(warehouse, copy)  # copy2 keeps the modification time: snapshot_is_current compares it
+    with copy.open("rb") as handle:
+        os.fsync(handle.fileno())
+    after = warehouse.stat()
+    # This process may hold other connections to the same database (Prefect runs tasks in threads).
+    if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or _wal_bytes(warehouse):
+        raise OSError(errno.EAGAIN, "the warehouse changed while it was copied")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -15,7 +17,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from flows.import_judgments import import_judgments
-from peras.warehouse import open_migrated
+from peras.warehouse import open_migrated, snapshot_path, wal_path
 from peras.warehouse_docs import DOC_PATH, render, undocumented
 from tests.helpers import run_cli, snapshot
 from tests.metrics_fixtures import Judgment, load_judgments
@@ -242,8 +244,75 @@ def test_export_rejects_unknown_names(capsys, warehouse, tmp_path, name, message
     result = run_cli(
         capsys, "export", name, "--output", str(tmp_path / "x.parquet"), "--warehouse", str(warehouse.warehouse)
     )
-    assert result.exit_code == 2 and result.err.startswith(message.format(wh=warehouse.warehouse))
+    # export read the analysts' snapshot, which the import that built the fixture published
+    assert result.exit_code == 2 and result.err.startswith(message.format(wh=snapshot_path(warehouse.warehouse)))
     assert snapshot(warehouse.warehouse) == before and not (tmp_path / "x.parquet").exists()
+
+
+def file_digests(*paths: Path) -> list[str]:
+    """The bytes of each file, hashed ('absent' when missing): a read must leave them identical."""
+    return [hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent" for path in paths]
+
+
+ATTACKS = [
+    # overwrite the warehouse with COPY
+    ("copy (select 1 as x) to '{warehouse}'", 'error: Permission Error: Cannot access file "{warehouse}"'),
+    # or the analysts' snapshot
+    ("copy (select 1 as x) to '{snapshot}' (format parquet)", 'error: Permission Error: Cannot access file'),
+    # attach another DuckDB file read-write and delete from it
+    ("attach '{other}' as other (read_write); delete from other.t", 'error: Permission Error: Cannot access file'),
+    # read any file on the machine
+    ("select * from read_csv('/etc/passwd')", 'error: Permission Error: Cannot access file "/etc/passwd"'),
+    # list the home directory
+    ("select * from glob('~/*')", "error: Permission Error: Cannot access file"),
+    # switch the protection off first
+    ("set enable_external_access = true", "error: Invalid Input Error: Cannot change configuration option"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("query", "message"), ATTACKS)
+def test_sql_can_change_and_read_nothing_outside_the_warehouse(capsys, warehouse, tmp_path, query, message):
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("create table t as select 1 as x")
+    con.close()
+    paths = {"warehouse": warehouse.warehouse, "snapshot": snapshot_path(warehouse.warehouse), "other": other}
+    before = file_digests(*paths.values())
+    result = sql(capsys, warehouse, query.format(**paths))
+    assert result.exit_code == 2 and result.err.count("\n") == 1
+    assert result.err.startswith(message.format(**paths))
+    assert file_digests(*paths.values()) == before
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("target", ["warehouse", "wal", "snapshot", "symlink"])
+def test_export_never_overwrites_the_warehouse_files(capsys, warehouse, tmp_path, target):
+    protected = {
+        "warehouse": warehouse.warehouse,
+        "wal": wal_path(warehouse.warehouse),
+        "snapshot": snapshot_path(warehouse.warehouse),
+        "symlink": warehouse.warehouse,
+    }[target]
+    output = protected
+    if target == "symlink":  # a link elsewhere that points at the warehouse
+        output = tmp_path / "innocent.parquet"
+        output.symlink_to(warehouse.warehouse)
+    before = file_digests(warehouse.warehouse, snapshot_path(warehouse.warehouse))
+    result = run_cli(capsys, "export", "qrels", "--output", str(output), "--warehouse", str(warehouse.warehouse))
+    assert (result.exit_code, result.err) == (
+        2,
+        f"error: --output {output} is the warehouse's file {protected}: choose another file name\n",
+    )
+    assert file_digests(warehouse.warehouse, snapshot_path(warehouse.warehouse)) == before
+    assert not wal_path(warehouse.warehouse).exists()
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("command", ["sql", "export"])
+def test_help_says_which_file_is_read(capsys, command):
+    result = run_cli(capsys, command, "--help")
+    assert "analysts' snapshot" in result.out and "<warehouse stem>.analyst.duckdb" in result.out
 
 
 @pytest.mark.core

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from cli.common import settings_options
+from peras.errors import UsageError
 from peras.settings import Settings
 
 
@@ -24,20 +26,34 @@ from peras.settings import Settings
 def export(settings: Settings, name: str, fmt: str | None, output: Path | None) -> None:
     """Write table or view NAME (see docs/warehouse.md) to a Parquet or CSV file, read-only.
 
-    For a query or a macro's result, use DuckDB's COPY through `peras sql`.
+    It reads the analysts' snapshot (<warehouse stem>.analyst.duckdb) when that holds the warehouse's latest
+    state, else the warehouse itself; --output may not be the warehouse, its .wal or the snapshot.
+    For a query or a macro's result, use `peras sql ... --format csv > FILE`.
 
     \b
     Examples:
         peras export metrics_agreement --output agreement.parquet
         peras export judgments --format csv --output out/judgments.csv
-        peras sql "copy (select * from certainty_split(90)) to 'thresholds90.csv' (header)"
+        peras sql "select * from certainty_split(90)" --format csv > thresholds90.csv
     """
+    from peras.warehouse import analyst_source
     from peras.warehouse_tools import export_relation, infer_format
 
     chosen = infer_format(output, fmt)
     path = output or Path(f"{name}.{chosen}")
-    n_rows = export_relation(settings.warehouse, name, chosen, path)
+    refuse_warehouse_files(path, settings.warehouse)
+    n_rows = export_relation(analyst_source(settings.warehouse), name, chosen, path)
     click.echo(f"wrote {n_rows:,} rows of {name} to {path} ({chosen})")
+
+
+def refuse_warehouse_files(output: Path, warehouse: Path) -> None:
+    """An export never overwrites the warehouse, its write-ahead log or the analysts' snapshot (links resolved)."""
+    from peras.warehouse import snapshot_path, wal_path
+
+    for protected in (warehouse, wal_path(warehouse), snapshot_path(warehouse)):
+        same = output.resolve() == protected.resolve()
+        if same or (output.exists() and protected.exists() and os.path.samefile(output, protected)):
+            raise UsageError(f"--output {output} is the warehouse's file {protected}: choose another file name")
 
 
 COMMANDS = [export]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 import polars as pl
@@ -12,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cli.common import settings_options
+from peras.errors import UsageError
 from peras.settings import Settings
 
 
@@ -29,8 +31,11 @@ from peras.settings import Settings
 def sql(settings: Settings, query: str, fmt: str, max_rows: int) -> None:
     """Run QUERY (DuckDB SQL; `-` reads it from stdin) on the warehouse, read-only.
 
-    Every table and view is described in docs/warehouse.md. The warehouse is opened read-only, so this works
-    while a judge run is going (it waits while a stage publishes) and can change nothing.
+    Every table and view is described in docs/warehouse.md. It reads the analysts' snapshot
+    (<warehouse stem>.analyst.duckdb, refreshed by every stage when it publishes) when that holds the warehouse's
+    latest state, else the warehouse itself, opened read-only (waiting while a stage publishes). Either way it
+    can change nothing: no file but that database can be read or written (no COPY TO, ATTACH, read_csv).
+    Save a result with --format csv > FILE.
 
     \b
     Examples:
@@ -38,10 +43,8 @@ def sql(settings: Settings, query: str, fmt: str, max_rows: int) -> None:
         peras sql "select * from certainty_split(90)" --format csv > thresholds90.csv
         peras sql - --format json < query.sql
     """
-    from peras.warehouse_tools import run_query
-
     text = sys.stdin.read() if query == "-" else query
-    frame = run_query(settings.warehouse, text)
+    frame = run_locked_down(settings.warehouse, text)
     if frame is None:
         click.echo("ok")
     elif fmt == "csv":
@@ -50,6 +53,28 @@ def sql(settings: Settings, query: str, fmt: str, max_rows: int) -> None:
         click.echo(json.dumps(frame.to_dicts(), indent=2, default=str))
     else:
         print_frame(frame, max_rows)
+
+
+def run_locked_down(warehouse: Path, text: str) -> pl.DataFrame | None:
+    """Run `text` on a read-only, locked-down connection to the snapshot or the warehouse; None: no result.
+
+    The connection is closed before anything is printed, so a stage waiting to publish waits only for the query.
+    """
+    import duckdb
+
+    from peras.warehouse import analyst_source, connect, lock_down
+    from peras.warehouse_tools import one_line
+
+    with connect(analyst_source(warehouse), read_only=True) as con:
+        lock_down(con)
+        try:
+            relation = con.sql(text)
+            return None if relation is None else relation.pl()
+        except duckdb.PermissionException as exc:
+            hint = "peras sql reads only the warehouse; save a result with --format csv > FILE"
+            raise UsageError(f"{one_line(exc)} ({hint})") from exc
+        except duckdb.Error as exc:
+            raise UsageError(one_line(exc)) from exc
 
 
 def print_frame(frame: pl.DataFrame, max_rows: int) -> None:

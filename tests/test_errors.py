@@ -1,0 +1,159 @@
+"""Errors the user or the machine causes: one capped line on stderr, the path named, nothing half-written."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flows.ingest import ingest
+from peras.paths import SAMPLE_DIR
+from tests.helpers import run_cli, snapshot
+
+pytestmark = pytest.mark.integration
+
+PERAS = Path(sys.executable).with_name("peras")
+
+
+def user_files(tmp_path: Path, qrels: str) -> list[str]:
+    """`peras ingest` arguments for the sample's queries and passages with the given qrels text."""
+    path = tmp_path / "qrels.txt"
+    path.write_text(qrels)
+    return [
+        "--name",
+        "mine",
+        "--qrels",
+        str(path),
+        "--queries",
+        str(SAMPLE_DIR / "queries.tsv"),
+        "--passages",
+        str(SAMPLE_DIR / "passages.jsonl"),
+    ]
+
+
+def test_huge_token_shows_its_start_length_and_line(capsys, settings, tmp_path):
+    # a 3,000,000-character label: the message quotes 80 of them (it used to quote them all)
+    args = user_files(tmp_path, "s1 0 e1 3\ns1 0 e2 " + "7" * 3_000_000 + "\n")
+    result = run_cli(capsys, "ingest", *args, "--warehouse", str(settings.warehouse))
+    assert (result.exit_code, result.err) == (
+        1,
+        f"error: {tmp_path / 'qrels.txt'}:2: relevance '{'7' * 80}'... (3,000,000 characters) is not an integer\n",
+    )
+
+
+def test_any_error_line_is_capped_at_2000_characters(capsys, settings, tmp_path):
+    # a 3,000,000-character passage id passes the reader; the stage's own message quotes it whole
+    args = user_files(tmp_path, "s1 0 e1 3\ns1 0 " + "p" * 3_000_000 + " 2\n")
+    result = run_cli(capsys, "ingest", *args, "--warehouse", str(settings.warehouse))
+    assert result.exit_code == 1 and result.err.count("\n") == 1
+    assert result.err.startswith("error: ") and result.err.endswith(" more characters)\n")
+    assert len(result.err) < 2_100
+
+
+NOT_DUCKDB = [
+    # reading
+    ["sql", "select 1"],
+    ["export", "qrels", "--output", "{tmp}/qrels.csv"],
+    ["metrics"],
+    # writing
+    ["ingest", "sample"],
+]
+
+
+@pytest.mark.parametrize("command", NOT_DUCKDB, ids=lambda command: command[0])
+def test_not_a_duckdb_file_is_one_line_and_left_alone(capsys, tmp_path, command):
+    warehouse = tmp_path / "notes.duckdb"
+    warehouse.write_text("these are my notes, not a warehouse\n" * 100)
+    before = warehouse.read_bytes()
+    args = [part.format(tmp=tmp_path) for part in command]
+    result = run_cli(capsys, *args, "--warehouse", str(warehouse))
+    assert (result.exit_code, result.err) == (
+        2,
+        f"error: {warehouse} is not a DuckDB database: point --warehouse (or PERAS_WAREHOUSE) at the warehouse file\n",
+    )
+    assert warehouse.read_bytes() == before
+
+
+@contextlib.contextmanager
+def unwritable(path: Path) -> Iterator[None]:
+    """Make `path` read-only for this process: chmod, and for root (whom chmod does not stop) chattr +i."""
+    mode = path.stat().st_mode
+    path.chmod(0o444)
+    immutable = False
+    try:
+        if os.geteuid() == 0:
+            chattr = shutil.which("chattr")
+            if chattr is None or subprocess.run([chattr, "+i", str(path)], capture_output=True).returncode != 0:
+                pytest.skip("running as root on a file system without chattr +i: cannot make a file read-only")
+            immutable = True
+        yield
+    finally:
+        if immutable:
+            subprocess.run([shutil.which("chattr") or "chattr", "-i", str(path)], check=True)
+        path.chmod(mode)
+
+
+def test_read_only_warehouse_refuses_a_writer_in_one_line(capsys, settings):
+    ingest(preset="sample", settings=settings)
+    before = snapshot(settings.warehouse)
+    with unwritable(settings.warehouse):
+        result = run_cli(capsys, "ingest", "sample", "--force", "--warehouse", str(settings.warehouse))
+    assert result.exit_code == 2 and result.err.count("\n") == 1
+    assert result.err.startswith(f"error: cannot write the warehouse {settings.warehouse} (")
+    assert "point --warehouse at a" in result.err
+    assert snapshot(settings.warehouse) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tasks/metrics/tasks.py still opens the warehouse for writing (refresh_views, read_metrics): "
+    "it should call peras.warehouse.ensure_migrated and open_current",
+)
+def test_metrics_reads_a_read_only_warehouse(capsys, settings, tmp_path):
+    ingest(preset="sample", settings=settings)
+    run = tmp_path / "run.txt"
+    run.write_text("s1 0 e1 3\ns1 0 e2 2\n")
+    imported = run_cli(
+        capsys,
+        "import-judgments",
+        str(run),
+        "--name",
+        "r",
+        "--collection",
+        "sample",
+        "--warehouse",
+        str(settings.warehouse),
+    )
+    assert imported.exit_code == 0
+    with unwritable(settings.warehouse):
+        result = run_cli(
+            capsys, "metrics", "--format", "csv", "--view", "agreement", "--warehouse", str(settings.warehouse)
+        )
+    assert (result.exit_code, result.err) == (0, "")
+    assert result.out.startswith("run_name,")
+
+
+FAILING = [
+    # a usage error raised after the stage has used (and closed) a DuckDB connection
+    ["metrics", "--run", "nope"],
+    ["import-judgments", "{tmp}/run.txt", "--name", "r", "--collection", "nope"],
+]
+
+
+@pytest.mark.parametrize("command", FAILING, ids=lambda command: command[0])
+def test_failed_command_prints_exactly_one_line(settings, tmp_path, command):
+    # a real process: the "nanobind: leaked ..." report came at interpreter exit, after the error line
+    ingest(preset="sample", settings=settings)
+    (tmp_path / "run.txt").write_text("s1 0 e1 3\n")
+    args = [part.format(tmp=tmp_path) for part in command]
+    done = subprocess.run(
+        [str(PERAS), *args, "--warehouse", str(settings.warehouse)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr[:500]
