@@ -19,11 +19,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
+from peras.prompting import CANONICAL_ORDER as PERSONALITY_ORDER
 from peras.settings import Settings
 from peras.sql import query_frame
 from peras.warehouse import open_migrated
 
-PERSONALITY_ORDER = ("default", "HA", "LA", "HC", "LC", "HE", "LE", "HN", "LN", "HO", "LO")
 STREAM_KEYS = ["run_name", "personality", "cot", "confidence_method"]
 LEVELS = (0, 1, 2, 3)
 

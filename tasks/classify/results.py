@@ -15,6 +15,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from peras.metric_names import CLASSIFIER_METRIC_TITLES as METRIC_TITLES
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, transaction
@@ -23,7 +24,6 @@ from tasks.classify.features import FeatureMatrix, FeatureSet
 from tasks.classify.tasks import TITLES
 
 METRICS = ("kappa", "qwk", "f1")
-METRIC_TITLES = {"kappa": "Kappa", "qwk": "QWK", "f1": "Macro-F1"}
 VERSIONED = ("scikit-learn", "xgboost-cpu", "lightgbm", "numpy", "scipy", "polars", "duckdb")
 
 
