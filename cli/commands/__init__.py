@@ -12,5 +12,7 @@ COMMAND_MODULES = [
     "sql",
     "export",
     "priming",
+    "subsets",
+    "runs",
     "server",
 ]

@@ -1,0 +1,195 @@
+"""What a command costs before it does anything: the reusable local Prefect server, the temporary one, imports."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cli.prefect_server import LocalServer
+from tests.helpers import run_cli
+from tests.support.prefect_server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_LINE = "sample: 40 judged pairs, 5 queries, 40 passages; balanced subset 5 topics / 40 pairs\n"
+
+
+def peras(env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`peras ARGS` in a new process, as a user runs it; and how long it took."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    return done, time.monotonic() - started
+
+
+@pytest.fixture
+def no_server_env(tmp_path: Path) -> dict[str, str]:
+    """A user's environment: no PREFECT_API_URL, the local server's home and port private to this test."""
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env |= {
+        "PREFECT_HOME": str(tmp_path / "client-home"),
+        "PERAS_PREFECT_HOME": str(tmp_path / "server-home"),
+        "PERAS_PREFECT_PORT": str(free_port()),
+    }
+    return env
+
+
+@pytest.fixture
+def local_server(no_server_env: dict[str, str]) -> Iterator[LocalServer]:
+    server = LocalServer(Path(no_server_env["PERAS_PREFECT_HOME"]), int(no_server_env["PERAS_PREFECT_PORT"]))
+    yield server
+    server.stop()
+
+
+@pytest.mark.integration
+def test_first_command_starts_the_local_server_and_the_next_ones_reuse_it(no_server_env, local_server, tmp_path):
+    warehouse = str(tmp_path / "peras.duckdb")
+    url = local_server.url
+    status, _ = peras(no_server_env, "server", "status")
+    assert status.stdout == (
+        f"not running: the next command that runs a flow starts it on {url} (home {local_server.home})\n"
+    )
+
+    first, first_s = peras(no_server_env, "ingest", "sample", "--warehouse", warehouse)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == SAMPLE_LINE
+    assert first.stderr.startswith(f"starting the local Prefect server on {local_server.ui_url} (once;")
+    assert local_server.healthy()  # still running after the command ended
+
+    second, second_s = peras(no_server_env, "ingest", "sample", "--warehouse", warehouse)
+    assert second.returncode == 0, second.stderr
+    assert (second.stdout, second.stderr) == ("sample: unchanged (same files already ingested)\n", "")
+
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: url}), get_client(sync_client=True) as client:
+        runs = client.read_flow_runs()
+    assert (
+        sorted((r.name, r.state_name, tuple(sorted(r.tags))) for r in runs)
+        == [("ingest-sample", "Completed", ("collection:sample", "peras", "stage:ingest"))] * 2
+    )
+
+    status, _ = peras(no_server_env, "server", "status")
+    assert status.stdout.startswith(f"running: {url} (pid {local_server.pid()}; UI {local_server.ui_url};")
+    stop, _ = peras(no_server_env, "server", "stop")
+    assert stop.stdout == f"stopped: {url}\n"
+    assert not local_server.healthy()
+    print(f"\ningest sample: {first_s:.1f} s starting the server, {second_s:.1f} s reusing it")
+
+
+@pytest.mark.integration
+def test_server_start_then_start_again_is_a_no_op(no_server_env, local_server):
+    started, _ = peras(no_server_env, "server", "start")
+    assert started.returncode == 0, started.stderr
+    assert started.stdout == (
+        f"started: {local_server.url} (UI {local_server.ui_url}; log {local_server.log})\n"
+        f"for prefect commands and workers: export PREFECT_API_URL={local_server.url}\n"
+    )
+    again, again_s = peras(no_server_env, "server", "start")
+    assert again.stdout.startswith(f"already running: {local_server.url}") and again.stderr == ""
+    assert again_s < 10
+
+
+@pytest.mark.integration
+def test_a_temporary_server_that_times_out_is_retried_once_with_a_longer_timeout(no_server_env, tmp_path):
+    env = no_server_env | {"PERAS_PREFECT_SERVER": "ephemeral", "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0"}
+    done, _ = peras(env, "ingest", "sample", "--warehouse", str(tmp_path / "peras.duckdb"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == SAMPLE_LINE
+    assert done.stderr.splitlines()[0] == (
+        "the temporary Prefect server did not answer within 0 s (a loaded machine?); retrying with 90 s"
+    )
+    assert not Path(env["PERAS_PREFECT_HOME"]).exists()  # ephemeral: the local server was left alone
+
+
+@pytest.mark.core
+def test_a_temporary_server_that_never_starts_is_one_line_saying_what_to_do(capsys, monkeypatch, tmp_path):
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        temporary_settings,
+    )
+
+    def never(self, timeout=None):
+        raise RuntimeError("Timed out while attempting to connect to ephemeral Prefect API server.")
+
+    monkeypatch.setattr(SubprocessASGIServer, "start", never)
+    monkeypatch.setenv("PERAS_PREFECT_SERVER", "ephemeral")
+    monkeypatch.delenv("PREFECT_API_URL")
+    with temporary_settings(
+        updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 20}, restore_defaults={PREFECT_API_URL}
+    ):
+        result = run_cli(capsys, "ingest", "sample", "--warehouse", str(tmp_path / "peras.duckdb"))
+    assert (result.exit_code, result.out) == (1, "")
+    assert result.err == (
+        "the temporary Prefect server did not answer within 20 s (a loaded machine?); retrying with 90 s\n"
+        "error: the temporary Prefect server did not start within 90 s: start the reusable local server with "
+        "`peras server start` (or unset PERAS_PREFECT_SERVER), or set PREFECT_API_URL to a running server, "
+        "then re-run\n"
+    )
+    assert not (tmp_path / "peras.duckdb").exists()
+
+
+@pytest.mark.core
+def test_a_bad_server_setting_is_a_usage_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("PERAS_PREFECT_PORT", "http")
+    result = run_cli(capsys, "server", "status")
+    assert (result.exit_code, result.err) == (2, "error: bad setting PERAS_PREFECT_PORT='http': a TCP port number\n")
+
+
+# What importing costs: the commands below must not load the heavy libraries (Prefect ~1 s, sklearn ~1 s).
+CHEAP = [
+    ["--help"],
+    ["server", "status"],
+    ["runs", "list"],
+    ["subsets"],
+]
+HEAVY = ["prefect", "sklearn", "great_expectations", "matplotlib"]
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("args", CHEAP, ids=" ".join)
+def test_cheap_commands_do_not_import_prefect_or_sklearn(args, tmp_path):
+    code = (
+        "import sys\n"
+        f"sys.argv = ['peras', *{args!r}, *(['--warehouse', {str(tmp_path / 'w.duckdb')!r}] "
+        f"if {args!r}[0] in ('runs', 'subsets') else [])]\n"
+        "from cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
+@pytest.mark.core
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 15: cli/commands/sql.py and cli/commands/metrics.py import polars at module level, and "
+    "cli/main.py imports every command module at start (files of other helpers)",
+)
+def test_help_does_not_import_polars():
+    code = "import sys\nimport cli.main\nprint('polars' in sys.modules)\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.integration
+def test_status_of_a_server_peras_did_not_start(no_server_env, prefect_server):
+    port = httpx.URL(prefect_server).port
+    env = no_server_env | {"PERAS_PREFECT_PORT": str(port)}
+    status, _ = peras(env, "server", "status")
+    assert status.stdout.startswith(f"running: {prefect_server} (not started by peras;")
+    stop, _ = peras(env, "server", "stop")
+    assert (
+        stop.stdout == f"not stopped: the server on {prefect_server} was not started by peras (stop it where it runs)\n"
+    )
