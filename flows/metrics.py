@@ -33,7 +33,7 @@ def metrics(
     settings = settings or load_settings()
     names = resolve_views(views or ["all"])
     refresh_views(settings)
-    publish_analyst_snapshot(settings)  # a no-op unless refresh_views had to migrate the warehouse
+    publish_analyst_snapshot(settings)  # copies only if refresh_views changed the warehouse
     frames = read_metrics(settings, names, run, collection, cot)
     publish_metrics_artifact(frames)
     return frames

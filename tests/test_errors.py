@@ -157,3 +157,26 @@ def test_failed_command_prints_exactly_one_line(settings, tmp_path, command):
     )
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr[:500]
+
+
+@contextlib.contextmanager
+def small_disk(directory: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted on `directory` (root only; skipped where mounting is not allowed)."""
+    directory.mkdir()
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None:
+        pytest.skip("a full disk needs a small tmpfs: root only")
+    if subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(directory)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield directory
+    finally:
+        subprocess.run([shutil.which("umount") or "umount", str(directory)], check=True)
+
+
+def test_full_disk_is_one_line_naming_the_file(capsys, tmp_path):
+    with small_disk(tmp_path / "full", "1M") as disk:
+        result = run_cli(capsys, "ingest", "sample", "--warehouse", str(disk / "peras.duckdb"))
+    assert result.exit_code == 1 and result.err.count("\n") == 1
+    assert result.err.startswith("error: ") and f'"{tmp_path / "full"}/peras.duckdb' in result.err
+    assert result.err.endswith("No space left on device: free some space and run the same command again\n")
