@@ -80,8 +80,8 @@ class LocalServer:
         """A Prefect API answers /api/health on the port."""
         import httpx
 
-        try:
-            return httpx.get(f"{self.url}/health", timeout=timeout_s).status_code == 200
+        try:  # never through HTTP_PROXY: it is on loopback
+            return httpx.get(f"{self.url}/health", timeout=timeout_s, trust_env=False).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -184,6 +184,7 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
     """Point Prefect at a server for the duration: the configured one, the local one, or a temporary one."""
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
+    keep_loopback_direct()
     if get_current_settings().api.url:
         yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
         return
@@ -196,6 +197,21 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
     os.environ["PREFECT_API_URL"] = server.url  # child processes (embedded model, workers) inherit it
     with temporary_settings(updates={PREFECT_API_URL: server.url}):
         yield
+
+
+def keep_loopback_direct() -> None:
+    """With a proxy in the environment, add loopback to NO_PROXY (both spellings) for this process and its children.
+
+    Prefect's client (httpx) would otherwise send its requests to a local server through the proxy, which
+    cannot reach this machine's loopback: every command would fail on a cluster that sets HTTP_PROXY.
+    """
+    names = ("http_proxy", "https_proxy", "all_proxy")
+    if not any(os.environ.get(name) or os.environ.get(name.upper()) for name in names):
+        return
+    current = os.environ.get("no_proxy") or os.environ.get("NO_PROXY") or ""
+    entries = [entry.strip() for entry in current.split(",") if entry.strip()]
+    merged = ",".join(entries + [host for host in ("127.0.0.1", "localhost", "::1") if host not in entries])
+    os.environ["no_proxy"] = os.environ["NO_PROXY"] = merged
 
 
 def start_ephemeral(echo: Callable[[str], None]) -> None:

@@ -50,6 +50,8 @@ def local_server(no_server_env: dict[str, str]) -> Iterator[LocalServer]:
 
 @pytest.mark.integration
 def test_first_command_starts_the_local_server_and_the_next_ones_reuse_it(no_server_env, local_server, tmp_path):
+    # a cluster's proxy (here one that answers nothing) must not take Prefect's loopback traffic
+    no_server_env |= {"HTTP_PROXY": f"http://127.0.0.1:{free_port()}", "NO_PROXY": "gpu-host"}
     warehouse = str(tmp_path / "peras.duckdb")
     url = local_server.url
     status, _ = peras(no_server_env, "server", "status")

@@ -11,14 +11,24 @@ Two interchangeable transports return the same thing, `(status, headers, body by
   where the SDK's overhead alone would cap a run at a few hundred requests per second.
 
 `make_transport(..., backend="auto")` picks the fast one for http:// and the SDK for https://.
+
+Proxies: both honour HTTP_PROXY / HTTPS_PROXY / ALL_PROXY and NO_PROXY (either case), as curl and httpx do.
+The fast transport sends an http:// URL's requests to an http:// proxy in absolute form (with
+Proxy-Authorization when the proxy URL has user:password); a proxy it cannot speak (https://, socks) sends
+that URL to the SDK instead. Loopback hosts (localhost, 127.0.0.0/8, ::1) never go through a proxy, as in
+Go's net/http: a proxy elsewhere cannot reach this machine's loopback, where the embedded model listens.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import ipaddress
 import json
+from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
+from urllib.request import getproxies_environment, proxy_bypass_environment
 
 import openai
 
@@ -35,10 +45,61 @@ class TransportError(Exception):
         self.detail = detail
 
 
+@dataclass(frozen=True)
+class Proxy:
+    """An http:// forward proxy: where to connect, and the credentials it asks for (if any)."""
+
+    url: str  # without credentials, for messages
+    host: str
+    port: int
+    authorization: str | None  # the Proxy-Authorization header value
+
+
+def environment_proxy(base_url: str) -> str | None:
+    """The proxy URL the environment names for `base_url`, or None (no proxy, NO_PROXY, or a loopback host)."""
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if _is_loopback(host):
+        return None
+    proxies = getproxies_environment()  # lower-case names win over upper-case ones, as in curl
+    url = proxies.get(parts.scheme) or proxies.get("all")
+    if not url:
+        return None
+    if proxies.get("no") and proxy_bypass_environment(parts.netloc.rpartition("@")[2], proxies):
+        return None
+    return url if "://" in url else f"http://{url}"
+
+
+def http_proxy(url: str) -> Proxy | None:
+    """`url` as a proxy the fast transport can use (plain http://), else None."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return None
+    authorization = None
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = "Basic " + base64.b64encode(pair).decode("ascii")
+    return Proxy(f"http://{parts.hostname}:{parts.port or 80}", parts.hostname, parts.port or 80, authorization)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def make_transport(base_url: str, api_key: str | None, timeout_s: float, backend: Backend = "auto"):
     """The transport for one base URL (see the module docstring for the choice)."""
     if backend == "fast" or (backend == "auto" and urlsplit(base_url).scheme == "http"):
-        return FastHTTPTransport(base_url, api_key, timeout_s)
+        proxy_url = environment_proxy(base_url)
+        proxy = http_proxy(proxy_url) if proxy_url else None
+        if proxy_url is None or proxy is not None:
+            return FastHTTPTransport(base_url, api_key, timeout_s, proxy)
+        if backend == "fast":
+            raise ValueError(f"the fast transport speaks to http:// proxies only, not {proxy_url.split('@')[-1]!r}")
     return OpenAITransport(base_url, api_key, timeout_s)
 
 
@@ -56,9 +117,7 @@ class OpenAITransport:
         model, messages = body["model"], body["messages"]
         params = {k: v for k, v in body.items() if k not in ("model", "messages")}
         return await self._call(
-            self._client.chat.completions.with_raw_response.create(
-                model=model, messages=messages, extra_body=params
-            )
+            self._client.chat.completions.with_raw_response.create(model=model, messages=messages, extra_body=params)
         )
 
     async def models(self, timeout_s: float) -> Response:
@@ -86,19 +145,22 @@ class OpenAITransport:
 class FastHTTPTransport:
     """Keep-alive HTTP/1.1 client for plain http:// servers: a pool of idle connections, reused LIFO."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout_s: float) -> None:
+    def __init__(self, base_url: str, api_key: str | None, timeout_s: float, proxy: Proxy | None = None) -> None:
         parts = urlsplit(base_url)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"FastHTTPTransport needs an http:// URL, not {base_url!r}")
         self.host = parts.hostname
         self.port = parts.port or 80
-        self.prefix = parts.path.rstrip("/")
+        self.proxy = proxy
+        # Through a proxy the request line names the whole URL (absolute form), else only the path.
+        origin = f"http://{parts.netloc.rpartition('@')[2]}" if proxy else ""
+        self.prefix = origin + parts.path.rstrip("/")
         self.timeout_s = timeout_s
         auth = f"Authorization: Bearer {api_key}\r\n" if api_key else ""
+        if proxy is not None and proxy.authorization:
+            auth += f"Proxy-Authorization: {proxy.authorization}\r\n"
         # Built once: the key never appears anywhere but in these bytes on the wire.
-        self._headers = (
-            f"Host: {self.host}:{self.port}\r\nUser-Agent: peras\r\nAccept: application/json\r\n{auth}"
-        )
+        self._headers = f"Host: {self.host}:{self.port}\r\nUser-Agent: peras\r\nAccept: application/json\r\n{auth}"
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
     async def chat(self, body: dict[str, Any]) -> Response:
@@ -154,10 +216,12 @@ class FastHTTPTransport:
         return None
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        host, port = (self.proxy.host, self.proxy.port) if self.proxy else (self.host, self.port)
         try:
-            return await asyncio.open_connection(self.host, self.port, limit=1 << 20)
+            return await asyncio.open_connection(host, port, limit=1 << 20)
         except OSError as exc:
-            raise TransportError("connect", f"{type(exc).__name__}: {exc.strerror or exc}") from exc
+            via = f"proxy {self.proxy.url} (from HTTP_PROXY/ALL_PROXY; NO_PROXY bypasses it): " if self.proxy else ""
+            raise TransportError("connect", f"{via}{type(exc).__name__}: {exc.strerror or exc}") from exc
 
 
 async def _read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes, bool]:
