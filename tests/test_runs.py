@@ -122,6 +122,17 @@ def test_rename_keeps_the_judgments_and_a_judge_run_resumes_under_the_new_name(c
         judge(capsys, server, warehouse)
         result = runs(capsys, warehouse, "rename", JUDGED, "baseline")
         assert (result.exit_code, result.out) == (0, f"renamed {JUDGED} -> baseline\n")
+        # analysts see the new name at once (the snapshot `peras sql` reads is refreshed)
+        names = run_cli(
+            capsys,
+            "sql",
+            "select run_name from judge_runs order by 1",
+            "--format",
+            "csv",
+            "--warehouse",
+            str(warehouse),
+        )
+        assert names.out == "run_name\nbaseline\nmine\n"
         server.reset()
         again = judge(capsys, server, warehouse, "--run-name", "baseline")
         assert server.chat_requests == []  # resumed: both pairs were already judged under this run

@@ -169,11 +169,9 @@ def find_run(con: Any, name: str) -> dict[str, Any]:
 
 def refresh_snapshot(settings: Settings) -> None:
     """Writers refresh the analysts' copy of the warehouse (what `peras sql` reads) after they change it."""
-    from peras import warehouse
+    from peras.warehouse import publish_snapshot
 
-    publish = getattr(warehouse, "publish_snapshot", None)
-    if publish is not None:
-        publish(settings)
+    publish_snapshot(settings)
 
 
 COMMANDS = [runs]
