@@ -19,6 +19,16 @@ TABLES: dict[str, str] = {
     "clf_runs": "One row per `peras classify` call (Experiment 2): its features, pairs, seeds and learners.",
     "clf_trials": "One row per classify run x trial x learner: the test-part scores of one random split.",
     "schema_migrations": "The migrations applied to this warehouse (sql/migrations/V*.sql), in order.",
+    "warehouse_identity": "One row: this warehouse's id, drawn at random once. A run's shards live under "
+    "<shards>/<warehouse_id>/<stage>/<run_id>/ and every shard line carries the id, so shards of another "
+    "warehouse (or of a run of the same name there) are refused, never loaded here.",
+    "llm_request_history": "Answers to LLM requests that are not (or no longer) the current one in llm_requests, "
+    "kept. llm_requests has one current answer per request: a stored failure asked again is replaced ('failure "
+    "re-asked'), and a second answer to a stored request, sent by a concurrent run, is not stored there (the first "
+    "stays); both land here.",
+    "judgment_history": "Stale judgments, kept after a new judgment replaced them in judgments. A judgment made on "
+    "a query or passage text that a re-ingest has changed since (its text_sha differs from pair_texts.text_sha) is "
+    "not scored and is asked again; when the new judgment is stored, the old row moves here ('text changed').",
 }
 
 GLOSSARY: dict[str, str] = {
@@ -45,7 +55,9 @@ GLOSSARY: dict[str, str] = {
     "expected_score": "logprob: sum_k k * p(k); sampling: mean vote; else null",
     "status": "'ok', 'label_parse_failure', 'confidence_parse_failure' or 'error'",
     "judge_runs.status": "'running' while judging; 'published' once its quality gate passed (only published "
-    "runs reach the metric views); 'failed_check' when it failed",
+    "runs reach the metric views); 'failed_check' when the gate failed; 'failed' when the run stopped on an error",
+    "status_reason": "why the run failed: the gate's problems or the error (at most 500 characters); null while "
+    "running and once published",
     "reason": "why, when status is not 'ok'",
     "params": "parameters that define the run or subset (JSON); never credentials",
     "fingerprint": "sha256 over the source files' sha256s: the same files again are a no-op",
@@ -60,6 +72,11 @@ GLOSSARY: dict[str, str] = {
     "feature_set_id": "sha256 of the feature sources (first 16 hex digits)",
     "label_request_id": "the llm_requests row of the label request",
     "confidence_request_id": "the llm_requests row of the verbalized-confidence request (null otherwise)",
+    "text_sha": "first 16 hex digits of the sha256 of the query text, a unit separator (chr(31)) and the passage "
+    "text; a judgment's is that of the texts it was made on, stale (not scored) when it differs from "
+    "pair_texts.text_sha",
+    "query_text": "the query's text (queries.text)",
+    "passage_text": "the passage's text (passages.text)",
     # timestamps (naive UTC)
     "created_at": "when the row was created (UTC)",
     "started_at": "when the run started (UTC)",
@@ -68,6 +85,7 @@ GLOSSARY: dict[str, str] = {
     "imported_at": "when the file was imported (UTC)",
     "judged_at": "when the judgment was stored (UTC)",
     "applied_at": "when the migration was applied (UTC)",
+    "replaced_at": "when a newer row took this one's place (UTC)",
     # counts
     "n_queries": "topics read",
     "n_passages": "passages read",
@@ -140,6 +158,17 @@ GLOSSARY: dict[str, str] = {
     "tied_personalities": "all of them",
     "delta_vs_default": "best_value - default_value (null when the run/setting has no default)",
     "n_personalities": "personalities compared",
+    # judge-to-judge agreement (metrics_judge_agreement): run a against run b, each in the one setting chosen
+    "run_name_a": "the first run's name (judge_runs.run_name)",
+    "run_name_b": "the second run's name",
+    "run_id_a": "the first run's id (judge_runs.run_id)",
+    "run_id_b": "the second run's id",
+    "personality_a": "the first run's setting compared: its personality ('default' when it has one)",
+    "cot_a": "the first run's setting: with chain-of-thought (false when it has a setting without)",
+    "confidence_method_a": "the first run's setting: its confidence method",
+    "personality_b": "the second run's setting: its personality",
+    "cot_b": "the second run's setting: with chain-of-thought",
+    "confidence_method_b": "the second run's setting: its confidence method",
     # the classifier
     "learner": "'rf', 'xgboost', 'lightgbm', 'ordinal_logit', 'rf_no_conf', 'vote_*' or 'single:<stream>'",
     "learner_kind": "'supervised', 'vote' (unsupervised) or 'single' (one source as is)",
@@ -164,6 +193,11 @@ GLOSSARY: dict[str, str] = {
     "pole": "'high' or 'low' ('none' for default)",
     "instruction": "the exact persona instruction put before the judging prompt (empty for default)",
     # LLM requests
+    "llm_request_history.request_id": "the llm_requests row this answer was given for",
+    "llm_request_history.raw_text": "the answer that was parsed (last attempt), as in llm_requests.raw_text",
+    "llm_request_history.attempt_texts": "every attempt's raw text, in order (JSON)",
+    "llm_request_history.parse_status": "'ok', 'parse_failure' or 'refused' (the endpoint refused the request)",
+    "http_requests": "HTTP requests the answer cost, retries included",
     "prompt_tokens": "tokens in the prompt, as the server reported",
     "completion_tokens": "tokens generated",
     "cached_tokens": "prompt tokens served from the server's prefix cache",

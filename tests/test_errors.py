@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from flows.ingest import ingest
+from peras.errors import one_line
 from peras.paths import SAMPLE_DIR
 from tests.helpers import run_cli, snapshot
 
@@ -47,13 +48,29 @@ def test_huge_token_shows_its_start_length_and_line(capsys, settings, tmp_path):
     )
 
 
-def test_any_error_line_is_capped_at_2000_characters(capsys, settings, tmp_path):
-    # a 3,000,000-character passage id passes the reader; the stage's own message quotes it whole
+def test_huge_id_is_clipped_where_the_stage_quotes_it(capsys, settings, tmp_path):
+    # a 3,000,000-character passage id passes the reader; the stage's own message quotes 80 characters of it
     args = user_files(tmp_path, "s1 0 e1 3\ns1 0 " + "p" * 3_000_000 + " 2\n")
     result = run_cli(capsys, "ingest", *args, "--warehouse", str(settings.warehouse))
-    assert result.exit_code == 1 and result.err.count("\n") == 1
-    assert result.err.startswith("error: ") and result.err.endswith(" more characters)\n")
-    assert len(result.err) < 2_100
+    clipped = f"{'p' * 80}... (3,000,000 characters)"
+    assert (result.exit_code, result.err) == (
+        1,
+        f"error: {tmp_path / 'qrels.txt'}:2: passage {clipped} is judged but has no text in "
+        f"{SAMPLE_DIR / 'passages.jsonl'} (1 pairs, 1 passages without text, e.g. {clipped})\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "line"),
+    [
+        # the last guard, for a message that still quotes a huge value whole: 2,000 characters, the rest counted
+        ("x" * 3_000_000, "x" * 2_000 + "... (2,998,000 more characters)"),
+        # a multi-line message (a traceback-like text) is joined into one line
+        ("first\n  second\n\nthird", "first second third"),
+    ],
+)
+def test_any_error_line_is_capped_at_2000_characters(message, line):
+    assert one_line(message) == line
 
 
 NOT_DUCKDB = [
@@ -110,12 +127,16 @@ def test_read_only_warehouse_refuses_a_writer_in_one_line(capsys, settings):
     assert snapshot(settings.warehouse) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tasks/metrics/tasks.py still opens the warehouse for writing (refresh_views, read_metrics): "
-    "it should call peras.warehouse.ensure_migrated and open_current",
-)
-def test_metrics_reads_a_read_only_warehouse(capsys, settings, tmp_path):
+READERS = [
+    # the CSV of one view
+    (["metrics", "--format", "csv", "--view", "agreement"], "run_id,run_name,"),
+    # the HTML page and its figures, written beside the warehouse (not into it)
+    (["report", "--output", "{tmp}/report"], "wrote {tmp}/report/report.html ("),
+]
+
+
+@pytest.mark.parametrize(("command", "start"), READERS, ids=["metrics", "report"])
+def test_metrics_and_report_read_a_read_only_warehouse(capsys, settings, tmp_path, command, start):
     ingest(preset="sample", settings=settings)
     run = tmp_path / "run.txt"
     run.write_text("s1 0 e1 3\ns1 0 e2 2\n")
@@ -131,12 +152,13 @@ def test_metrics_reads_a_read_only_warehouse(capsys, settings, tmp_path):
         str(settings.warehouse),
     )
     assert imported.exit_code == 0
+    before = snapshot(settings.warehouse)
+    args = [part.format(tmp=tmp_path) for part in command]
     with unwritable(settings.warehouse):
-        result = run_cli(
-            capsys, "metrics", "--format", "csv", "--view", "agreement", "--warehouse", str(settings.warehouse)
-        )
+        result = run_cli(capsys, *args, "--warehouse", str(settings.warehouse))
     assert (result.exit_code, result.err) == (0, "")
-    assert result.out.startswith("run_name,")
+    assert result.out.startswith(start.format(tmp=tmp_path))
+    assert snapshot(settings.warehouse) == before
 
 
 FAILING = [

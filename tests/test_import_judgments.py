@@ -112,6 +112,26 @@ def test_every_mismatch_is_counted_stored_and_printed(tiny, tmp_path, capsys):
 
 
 @pytest.mark.integration
+def test_a_megabyte_doc_id_is_stored_whole_and_printed_clipped(tiny, tmp_path, capsys):
+    # a 1,000,000-character doc id: the report quotes its first 80 characters and its length (it used to print
+    # the whole id, and the whole repeating line, twice over)
+    doc_id = "d" * 1_000_000
+    path = write(tmp_path, f"t1 0 a 0\nt1 0 {doc_id} 2\nt1 0 {doc_id} 3\n")
+    result = run_cli(capsys, "import-judgments", str(path), "--name", "big", "--collection", "tiny",
+                     "--warehouse", str(tiny.warehouse))
+    assert (result.exit_code, result.err) == (0, "")
+    clipped = f"{'d' * 80}... (1,000,000 characters)"
+    line = f"{repr('t1 0 ' + 'd' * 75)}... (1,000,007 characters)"
+    assert result.out.splitlines()[2:5] == [
+        f"  lines repeating an earlier pair (first kept): 1 (e.g. line 3: t1 {clipped} {line})",
+        f"  pairs not in the qrels (kept, not scored): 1 (e.g. line 2: t1 {clipped})",
+        "  qrels pairs of the file's topics missing from the file: 3 (e.g. t1 b; t1 c; t1 d)",
+    ]
+    assert len(result.out) < 1_000
+    assert query(tiny, "select length(doc_id) from judgments order by 1") == [(1,), (1_000_000,)]
+
+
+@pytest.mark.integration
 def test_confidence_column_feeds_the_calibration_views(tiny, tmp_path):
     text = "t1 0 a 0 90 x\nt1 0 b 1 80 x\nt1 0 c 1 150 x\nt1 0 d 3 abc x\n"
     report = import_judgments(path=str(write(tmp_path, text)), name="conf", collection="tiny", confidence_column=5,

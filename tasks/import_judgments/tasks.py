@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 from prefect import task
 
-from peras.errors import InputError, UsageError
+from peras.errors import InputError, UsageError, clip
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, transaction
@@ -129,7 +129,7 @@ def _judgment_row(
     if label is None or not 0 <= label <= 3:
         issues["bad_label"].add(line_no, query_id, doc_id, label_text)
         return (line_no, query_id, doc_id, None, None, "label_parse_failure",
-                f"line {line_no}: label {label_text!r} is not an integer 0-3")
+                f"line {line_no}: label {clip(label_text, quote=True)} is not an integer 0-3")
     if confidence_column is None:
         return (line_no, query_id, doc_id, label, None, "ok", None)
     confidence_text = fields[confidence_column - 1]
@@ -137,7 +137,7 @@ def _judgment_row(
     if confidence is None or not 0 <= confidence <= 100:
         issues["bad_confidence"].add(line_no, query_id, doc_id, confidence_text)
         return (line_no, query_id, doc_id, label, None, "confidence_parse_failure",
-                f"line {line_no}: confidence {confidence_text!r} is not a number 0-100")
+                f"line {line_no}: confidence {clip(confidence_text, quote=True)} is not a number 0-100")
     return (line_no, query_id, doc_id, label, confidence, "ok", None)
 
 
@@ -249,6 +249,7 @@ ISSUE_WORDS = {"bad_label": "labels not an integer 0-3 (kept as label failures)"
 
 
 def _example(example: dict[str, Any]) -> str:
+    """One example as `line N: query doc 'value'`, each part clipped: a file may hold a megabyte-long id."""
     where = f"line {example['line']}: " if example.get("line") is not None else ""
-    value = f" {example['value']!r}" if example.get("value") is not None else ""
-    return f"{where}{example['query_id']} {example['doc_id']}{value}"
+    value = f" {clip(example['value'], quote=True)}" if example.get("value") is not None else ""
+    return f"{where}{clip(example['query_id'])} {clip(example['doc_id'])}{value}"

@@ -12,7 +12,7 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from peras.errors import InputError, UsageError
+from peras.errors import InputError, UsageError, clip
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, transaction
@@ -106,8 +106,8 @@ def _require_texts(
         path, line = first_line[missing_q[0]]
         ids = sorted({q for q, _ in missing_q})
         raise InputError(
-            f"query {missing_q[0][0]} is judged but has no text in {source.queries} "
-            f"({len(missing_q)} pairs, {len(ids)} queries without text, e.g. {', '.join(ids[:5])})",
+            f"query {clip(missing_q[0][0])} is judged but has no text in {source.queries} "
+            f"({len(missing_q)} pairs, {len(ids)} queries without text, e.g. {', '.join(map(clip, ids[:5]))})",
             path,
             line,
         )
@@ -115,8 +115,8 @@ def _require_texts(
         path, line = first_line[missing_d[0]]
         ids = sorted({d for _, d in missing_d})
         raise InputError(
-            f"passage {missing_d[0][1]} is judged but has no text in {source.passages} "
-            f"({len(missing_d)} pairs, {len(ids)} passages without text, e.g. {', '.join(ids[:5])})",
+            f"passage {clip(missing_d[0][1])} is judged but has no text in {source.passages} "
+            f"({len(missing_d)} pairs, {len(ids)} passages without text, e.g. {', '.join(map(clip, ids[:5]))})",
             path,
             line,
         )

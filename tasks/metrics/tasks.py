@@ -15,7 +15,7 @@ from peras.errors import UsageError
 from peras.metric_names import metric_title
 from peras.settings import Settings
 from peras.sql import load_sql, run_sql
-from peras.warehouse import connect, open_migrated
+from peras.warehouse import ensure_migrated, open_current
 
 # what --view names -> the SQL view it reads (sql/metrics/<view>.sql)
 VIEWS = {
@@ -78,9 +78,8 @@ def resolve_views(names: list[str]) -> list[str]:
 
 @task
 def refresh_views(settings: Settings) -> None:
-    """Migrate the warehouse, which (re)creates every view and metric macro from sql/."""
-    with open_migrated(settings.warehouse):
-        pass
+    """Apply missing migrations; a current warehouse is only read, so a read-only file works."""
+    ensure_migrated(settings.warehouse)
 
 
 @task
@@ -89,7 +88,7 @@ def read_metrics(
 ) -> dict[str, pl.DataFrame]:
     """Each chosen view as a frame, for the runs/collection/CoT setting asked for; the judgments are read once."""
     filters = {"run_names": [run] if run else None, "collection_id": collection, "cot": cot}
-    with connect(settings.warehouse) as con:  # refresh_views has migrated it
+    with open_current(settings.warehouse) as con:  # read-only; the views are those of sql/ now
         run_sql(con, "metrics/snapshot_cells", filters)
         if run_sql(con, "metrics/count_snapshot").fetchall()[0][0] == 0:
             raise UsageError(_nothing_matches(con, run, collection, cot))

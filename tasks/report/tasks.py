@@ -19,7 +19,7 @@ from peras.errors import UsageError
 from peras.metric_names import CLASSIFIER_METRIC_TITLES, metric_title
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import now, open_current
 from tasks.report import charts
 from tasks.report.tables import (
     AGREEMENT_METRICS,
@@ -107,7 +107,7 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
 
     No retries: the connection already waits for another process's write lock, and a usage error stays one.
     """
-    with open_migrated(settings.warehouse) as con:
+    with open_current(settings.warehouse) as con:  # read-only: refresh_views has migrated it
         run_sql(con, "metrics/snapshot_cells", {"run_names": runs or None, "collection_id": collection, "cot": None})
         found = query_frame(con, "report/select_runs")
         missing = sorted(set(runs or []) - set(found["run_name"].to_list()))
