@@ -23,6 +23,7 @@ from tasks.judge.tasks import (
     store_personalities,
     summarize,
 )
+from tasks.publish.tasks import publish_analyst_snapshot
 
 
 @flow(name="judge", flow_run_name="judge-{collection}", log_prints=True)
@@ -34,7 +35,7 @@ def judge(
     confidence_methods: list[str] | None = None,
     run_name: str | None = None,
     limit_pairs: int | None = None,
-    chunk_size: int = 2048,
+    chunk_size: int = 8192,
     n_samples: int = 10,
     backend: str | None = None,
     retry_failed: bool = False,
@@ -65,6 +66,7 @@ def judge(
             stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), n_pending, chunk_size, retry_failed)
             load_run_shards(settings, run)
             shares = check_judge_run(settings, run, opaque(plan), config)
+    publish_analyst_snapshot(settings)
     summary = summarize(run, endpoint, len(pairs) * len(chosen) * len(cot_settings) * len(methods), stats, shares)
     publish_judge_artifact(summary, shares)
     return summary

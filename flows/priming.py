@@ -29,6 +29,7 @@ from tasks.priming.tasks import (
     register_priming_run,
     summarize,
 )
+from tasks.publish.tasks import publish_analyst_snapshot
 
 
 @flow(name="priming", flow_run_name="priming-{collection}", log_prints=True)
@@ -83,6 +84,7 @@ def priming(
             n_failures = check_priming_run(settings, run, opaque(planned))
     pairs = load_priming_pairs(settings, run.run_id, opaque(planned))
     publish_priming_stats(settings, run.run_id, compute_priming_tests(pairs), compute_priming_index(pairs))
+    publish_analyst_snapshot(settings)
     tables = load_priming_tables(settings, run.run_name)
     plots = plot_priming_topics(settings, run.run_name, tables.analysis)
     summary = summarize(run, endpoint, scope, len(planned), n_failures, stats, tables, plots)

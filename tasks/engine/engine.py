@@ -123,11 +123,12 @@ class Engine:
 
     async def _load(self, files: list[Path]) -> int:
         paths = {"requests": [str(files[0])], "outcomes": [str(files[1])]}
-        dropped = await self.thread.call(load_shards, self.warehouse, self.shards_root, self.identity, paths)
+        dropped = await self.thread.call(
+            self.thread.write, load_shards, self.warehouse, self.shards_root, self.identity, paths
+        )
         self.stats.n_dropped += dropped
-        await self.thread.call(self.cache.refresh)
         if self.on_shard is not None:
-            self.on_shard(self.stats)
+            await self.thread.call(self.thread.write, self.on_shard, self.stats)
         return dropped
 
     def _finish(self, journal: ShardJournal, row: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from peras.errors import CheckFailed
 from peras.sql import run_sql
-from peras.warehouse import now, open_migrated, transaction
+from peras.warehouse import connect, now, transaction
 from tasks.engine.spec import RunIdentity
 
 KINDS = ("requests", "outcomes")
@@ -117,20 +117,28 @@ def load_shards(
     if not any(files.values()):
         return 0
     params = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
-    dropped = 0
-    with open_migrated(warehouse) as con, transaction(con):
-        if files["requests"]:
-            run_sql(con, "engine/stage_requests", {"paths": files["requests"]})
-            _refuse_foreign(con, "requests", files["requests"], params)
-            run_sql(con, "engine/merge_requests", {"replaced_at": now()})
-        if files["outcomes"]:
-            run_sql(con, f"{identity.kind}/stage_outcomes", {"paths": files["outcomes"]})
-            _refuse_foreign(con, "outcomes", files["outcomes"], params)
-            dropped = int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
+    with connect(warehouse) as con:  # the flow migrated it before the run
+        # One core and a bounded buffer pool: loads run beside the asking and must not starve it or grow with it.
+        run_sql(con, "engine/set_loader_limits")
+        with transaction(con):
+            dropped = _load(con, identity, files, params)
     for paths in files.values():
         for path in paths:
             Path(path).unlink(missing_ok=True)
     return dropped
+
+
+def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: dict[str, Any]) -> int:
+    """Requests first (outcomes are checked against them), then outcomes; returns the outcomes left out."""
+    if files["requests"]:
+        run_sql(con, "engine/stage_requests", {"paths": files["requests"]})
+        _refuse_foreign(con, "requests", files["requests"], params)
+        run_sql(con, "engine/merge_requests", {"replaced_at": now()})
+    if not files["outcomes"]:
+        return 0
+    run_sql(con, f"{identity.kind}/stage_outcomes", {"paths": files["outcomes"]})
+    _refuse_foreign(con, "outcomes", files["outcomes"], params)
+    return int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
 
 
 def _refuse_foreign(con: Any, kind: str, paths: list[str], params: dict[str, Any]) -> None:

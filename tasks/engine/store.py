@@ -1,9 +1,10 @@
 """The engine's one door to the warehouse: a single thread that runs every query and load of a run.
 
 DuckDB refuses a read-only and a read-write connection to one file in the same process, and a connection held
-open locks the file against other processes. So the engine opens a short connection per operation, always
-from this one thread: plan queries, answer look-ups, shard loads. The event loop never waits on DuckDB except
-for the plan's group queries.
+open locks the file against other processes. So every plan query, answer look-up and shard load of a run goes
+through this one thread. Reads share one read-only connection, reopened after LEASE_S and closed as soon as
+no work is queued (so another process's writer waits at most that long); a load closes it and writes through
+its own short connection. The event loop never waits on DuckDB except for the plan's group queries.
 
 Answer look-ups are cheap when the answer is not stored: the model's stored request ids are held as a sorted
 array of 64-bit prefixes (8 bytes each), so a miss is answered in memory; hits are fetched in batches (every
@@ -13,7 +14,11 @@ look-up waiting while the previous batch ran goes in the next one).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import json
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +32,7 @@ from peras.sql import run_sql
 from peras.warehouse import connect
 
 T = TypeVar("T")
+LEASE_S = 0.5  # longest a read-only connection stays open while reads keep coming
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,25 +57,65 @@ class WarehouseThread:
     def __init__(self, warehouse: Path) -> None:
         self.warehouse = warehouse
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="peras-warehouse")
+        self._queued = 0
+        self._lock = threading.Lock()
+        self._reader: contextlib.ExitStack | None = None
+        self._reader_con: Any = None
+        self._reader_at = 0.0
 
     async def call(self, func: Callable[..., T], *args: Any) -> T:
         """Await `func(*args)` on the warehouse thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, func, *args)
+        context = contextvars.copy_context()  # Prefect's run context (logger, artifacts) follows the work
+        return await asyncio.get_running_loop().run_in_executor(self._executor, context.run, self._wrap(func), *args)
 
     def run(self, func: Callable[..., T], *args: Any) -> T:
         """`func(*args)` on the warehouse thread, waiting for it."""
-        return self._executor.submit(func, *args).result()
+        return self._executor.submit(self._wrap(func), *args).result()
+
+    def write(self, func: Callable[..., T], *args: Any) -> T:
+        """`func(*args)` that opens its own read-write connection: the shared reader is closed first."""
+        self.release()
+        return func(*args)
+
+    def reading(self) -> Any:
+        """The shared read-only connection (on the warehouse thread only)."""
+        if self._reader is not None and time.monotonic() - self._reader_at > LEASE_S:
+            self.release()
+        if self._reader is None:
+            stack = contextlib.ExitStack()
+            self._reader_con = stack.enter_context(connect(self.warehouse, read_only=True))
+            self._reader, self._reader_at = stack, time.monotonic()
+        return self._reader_con
+
+    def release(self) -> None:
+        """Close the shared read-only connection (other processes may write again)."""
+        if self._reader is not None:
+            reader, self._reader, self._reader_con = self._reader, None, None
+            reader.close()
+
+    def _wrap(self, func: Callable[..., T]) -> Callable[..., T]:
+        with self._lock:
+            self._queued += 1
+
+        def wrapped(*args: Any) -> T:
+            try:
+                return func(*args)
+            finally:
+                with self._lock:
+                    self._queued -= 1
+                    idle = self._queued == 0
+                if idle:
+                    self.release()
+
+        return wrapped
 
     def fetch(self, sql_name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Rows of a read-only query (for plans), on the warehouse thread."""
-        return self.run(self._fetch, sql_name, params)
-
-    def _fetch(self, sql_name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        with connect(self.warehouse, read_only=True) as con:
-            return list(run_sql(con, sql_name, params).fetchall())
+        return self.run(lambda: list(run_sql(self.reading(), sql_name, params).fetchall()))
 
     def close(self) -> None:
         """Finish queued work and stop the thread."""
+        self._executor.submit(self.release)
         self._executor.shutdown(wait=True)
 
 
@@ -85,8 +131,7 @@ class AnswerCache:
 
     def refresh(self) -> None:
         """Re-read which requests of the model are stored (call on the warehouse thread)."""
-        with connect(self.thread.warehouse, read_only=True) as con:
-            rows = run_sql(con, "engine/select_request_prefixes", {"model": self.model}).fetchnumpy()
+        rows = run_sql(self.thread.reading(), "engine/select_request_prefixes", {"model": self.model}).fetchnumpy()
         self._prefixes = np.sort(rows["prefix"].astype(np.uint64))
 
     def might_have(self, request_id: str) -> bool:
@@ -124,9 +169,10 @@ class AnswerCache:
             self._busy = False
 
     def _lookup(self, request_ids: list[str]) -> dict[str, StoredAnswer]:
-        with connect(self.thread.warehouse, read_only=True) as con:
-            con.register("wanted_requests", pl.DataFrame({"request_id": request_ids}).to_arrow())
-            rows = run_sql(con, "engine/select_stored_answers").fetchall()
+        con = self.thread.reading()
+        con.register("wanted_requests", pl.DataFrame({"request_id": request_ids}).to_arrow())
+        rows = run_sql(con, "engine/select_stored_answers").fetchall()
+        con.unregister("wanted_requests")
         return {
             request_id: StoredAnswer(raw_text, json.loads(logprobs) if logprobs else None, status, reason, run_id)
             for request_id, raw_text, logprobs, status, reason, run_id in rows

@@ -16,7 +16,7 @@ from prefect.utilities.annotations import quote
 from peras.progress import track
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import connect, now, open_migrated
+from peras.warehouse import connect, now, open_migrated, publish_snapshot
 from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
@@ -87,13 +87,19 @@ def ask_all(
                     rows_per_shard,
                     retry_failed,
                     on_item=bar.advance,
-                    on_shard=progress.update,
+                    on_shard=lambda stats: shard_loaded(settings, progress, stats),
                 )
                 return await engine.run(plan)
 
         stats = asyncio.run(run())
     progress.update(stats)
     return stats.as_dict()
+
+
+def shard_loaded(settings: Settings, progress: ProgressArtifact, stats: EngineStats) -> None:
+    """After each shard is loaded: progress in the UI, and (at most every interval) a fresh analysts' snapshot."""
+    progress.update(stats)
+    publish_snapshot(settings, throttled=True)
 
 
 def remaining_budget(settings: Settings, identity: RunIdentity) -> int | None:

@@ -229,6 +229,7 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
     )
     params = {"run_id": run.run_id, "model": run.model, "max_share": settings.max_parse_failure_share}
     with open_migrated(settings.warehouse) as con:
+        run_sql(con, "engine/set_loader_limits")  # bounded memory: the check must not grow with the run
         con.register("planned_pairs", planned_pairs.to_arrow())
         con.register("planned_settings", planned_settings.to_arrow())
         problems = run_sql(con, "judge/assert_run_valid", params).fetchall()
