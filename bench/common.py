@@ -74,6 +74,10 @@ def write_result(name: str, result: dict[str, Any], started: dict[str, Any]) -> 
     payload = {"benchmark": name, "date": today, "machine": machine_info, **result}
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{name}-{today}.json"
+    serial = 1
+    while out.exists():  # a later run the same day never overwrites an earlier result
+        serial += 1
+        out = RESULTS / f"{name}-{today}-{serial}.json"
     out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return out
 

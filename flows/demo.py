@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import polars as pl
 from prefect import flow
 
 from flows.classify import classify
@@ -13,8 +12,8 @@ from flows.ingest import ingest
 from flows.judge import judge
 from flows.metrics import metrics
 from flows.report import report
-from peras.prompting import load_personalities
 from peras.settings import Settings, load_settings
+from tasks.metrics.tasks import headline_table
 
 
 @flow(name="demo", flow_run_name="demo-{collection}", log_prints=True)
@@ -42,18 +41,8 @@ def demo(
     return {
         "ingested": ingested,
         "judged": judged,
-        "headline": headline(frames),
+        "headline": headline_table(frames),
         "classify": table,
         "report": written,
         "elapsed_s": time.monotonic() - started,
     }
-
-
-def headline(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """One row per personality x CoT: kappa, QWK, macro-F1 and HMR."""
-    agreement = frames["agreement"].select("personality", "cot", "n_scored", "cohen_kappa", "qwk", "macro_f1")
-    reliability = frames["reliability"].select("personality", "cot", "hmr")
-    order = {p.code: rank for rank, p in enumerate(load_personalities())}
-    rank = pl.col("personality").replace_strict(order, default=len(order), return_dtype=pl.Int64)
-    joined = agreement.join(reliability, on=["personality", "cot"], how="left")
-    return joined.sort(pl.col("cot"), rank, pl.col("personality"))

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact
+from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.import_judgments.tasks import (
     ImportReport,
-    describe_import,
     fingerprint_import,
     parse_judgment_file,
     publish_import,
+    publish_import_artifact,
 )
 from tasks.publish.tasks import publish_analyst_snapshot
 
@@ -38,11 +37,3 @@ def import_judgments(
     publish_analyst_snapshot(settings)
     publish_import_artifact(report)
     return report
-
-
-@task
-def publish_import_artifact(report: ImportReport) -> None:
-    """The import report as a markdown artifact on the flow run."""
-    lines = describe_import(report)
-    body = "\n".join([f"# Import `{report.run_name}`", "", lines[0], "", *[f"- {line.strip()}" for line in lines[1:]]])
-    create_markdown_artifact(markdown=body, key="import-report", description=f"import of {report.run_name}")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from prefect import flow
 
 from peras.settings import Settings, load_settings
 from peras.warehouse import now
-from tasks.ingest.sources import CollectionSource, custom_source, preset_source
+from tasks.ingest.sources import resolve_source
 from tasks.ingest.tasks import (
     check_collection,
     fingerprint_sources,
@@ -58,27 +57,3 @@ def ingest(
         "n_subset_topics": subset.height,
         "n_subset_pairs": int(subset["n_pairs"].sum()) if subset.height else 0,
     }
-
-
-def resolve_source(
-    settings: Settings,
-    preset: str | None,
-    name: str | None,
-    qrels: list[str] | None,
-    queries: str | None,
-    passages: str | None,
-    subset_topics: int | None,
-) -> CollectionSource:
-    """A preset, or user files (which need --name, --qrels, --queries and --passages)."""
-    if preset is not None:
-        source = preset_source(preset, settings)
-        if subset_topics is not None:
-            source.subset_topics = subset_topics
-        return source
-    from peras.errors import UsageError
-
-    if not (name and qrels and queries and passages):
-        raise UsageError(
-            "give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages"
-        )
-    return custom_source(name, qrels, Path(queries), Path(passages), subset_topics)

@@ -9,7 +9,15 @@ from prefect import flow
 from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, load_run_shards, opaque, recorded_run
+from tasks.engine.tasks import (
+    ask_all,
+    check_endpoint,
+    identify_warehouse,
+    load_run_shards,
+    opaque,
+    recorded_run,
+    store_personalities,
+)
 from tasks.judge.tasks import (
     check_judge_run,
     check_methods,
@@ -20,7 +28,6 @@ from tasks.judge.tasks import (
     plan_judgments,
     publish_judge_artifact,
     register_run,
-    store_personalities,
     summarize,
 )
 from tasks.publish.tasks import publish_analyst_snapshot

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 from prefect import flow
-from prefect.runtime import flow_run
 
 from peras.settings import Settings, load_settings
-from tasks.metrics.tasks import publish_metrics_artifact, read_metrics, refresh_views, resolve_views
+from tasks.metrics.tasks import metrics_run_name, publish_metrics_artifact, read_metrics, refresh_views, resolve_views
 from tasks.publish.tasks import publish_analyst_snapshot
-
-
-def metrics_run_name() -> str:
-    """metrics-<run>, metrics-<collection> or metrics-all: what the run reads, as the UI shows it."""
-    parameters = flow_run.parameters
-    return f"metrics-{parameters.get('run') or parameters.get('collection') or 'all'}"
 
 
 @flow(name="metrics", flow_run_name=metrics_run_name, log_prints=True)

@@ -14,8 +14,15 @@ from prefect import flow
 from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, load_run_shards, opaque, recorded_run
-from tasks.judge.tasks import store_personalities
+from tasks.engine.tasks import (
+    ask_all,
+    check_endpoint,
+    identify_warehouse,
+    load_run_shards,
+    opaque,
+    recorded_run,
+    store_personalities,
+)
 from tasks.priming.draws import check_batch_settings, choose_topics, draw_trials, load_pools, plan_batches
 from tasks.priming.stats import compute_priming_index, compute_priming_tests, load_priming_pairs, publish_priming_stats
 from tasks.priming.tables import load_priming_tables, plot_priming_topics, publish_priming_artifact

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefect import flow
-from prefect.runtime import flow_run
 
 from peras.settings import Settings, load_settings
 from tasks.metrics.tasks import refresh_views
@@ -18,13 +17,9 @@ from tasks.report.tasks import (
     publish_report_artifact,
     read_report_data,
     render_report,
+    report_run_name,
     write_report,
 )
-
-
-def report_run_name() -> str:
-    """report-<collection> or report-all (the runs covered are in the flow's parameters)."""
-    return f"report-{flow_run.parameters.get('collection') or 'all'}"
 
 
 @flow(name="report", flow_run_name=report_run_name, log_prints=True)

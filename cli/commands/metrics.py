@@ -51,7 +51,7 @@ def metrics(settings: Settings, run: str | None, collection: str | None, cot: bo
         raise UsageError("--format csv prints one view: name it with --view, or give --output DIR for several")
     frames = metrics_flow(views=chosen, run=run, collection=collection, cot=cot, settings=settings)
     if output is not None:
-        for path in write_metrics.fn(frames, fmt if fmt != "table" else "csv", output):
+        for path in write_metrics(frames, fmt if fmt != "table" else "csv", output):
             click.echo(f"wrote {path}")
     elif fmt == "json":
         click.echo(metrics_json(frames))

@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import polars as pl
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from peras.progress import track
+from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import connect, now, open_migrated, publish_snapshot
@@ -49,6 +51,27 @@ def identify_warehouse(settings: Settings) -> str:
     """The warehouse's identity (its shards are kept under it), migrating the warehouse if needed."""
     with open_migrated(settings.warehouse) as con:
         return str(run_sql(con, "engine/select_warehouse_id").fetchone()[0])
+
+
+@task(cache_policy=NO_CACHE)
+def store_personalities(settings: Settings, personalities: list[Personality]) -> None:
+    """Record the conditions used, with their exact instruction text."""
+    frame = pl.DataFrame(
+        [
+            {
+                "personality": p.code,
+                "name": p.name,
+                "trait": p.trait,
+                "pole": p.pole,
+                "instruction": p.instruction,
+                "source": "builtin" if p.is_builtin else str(p.source),
+            }
+            for p in personalities
+        ]
+    )
+    with open_migrated(settings.warehouse) as con:
+        con.register("staged_personalities", frame.to_arrow())
+        run_sql(con, "engine/upsert_personalities")
 
 
 @task(cache_policy=NO_CACHE)

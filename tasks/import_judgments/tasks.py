@@ -19,6 +19,8 @@ from typing import Any
 
 import polars as pl
 from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from peras.errors import InputError, UsageError, clip
 from peras.settings import Settings
@@ -253,3 +255,11 @@ def _example(example: dict[str, Any]) -> str:
     where = f"line {example['line']}: " if example.get("line") is not None else ""
     value = f" {clip(example['value'], quote=True)}" if example.get("value") is not None else ""
     return f"{where}{clip(example['query_id'])} {clip(example['doc_id'])}{value}"
+
+
+@task(cache_policy=NO_CACHE)
+def publish_import_artifact(report: ImportReport) -> None:
+    """The import report as a markdown artifact on the flow run."""
+    lines = describe_import(report)
+    body = "\n".join([f"# Import `{report.run_name}`", "", lines[0], "", *[f"- {line.strip()}" for line in lines[1:]]])
+    create_markdown_artifact(markdown=body, key="import-report", description=f"import of {report.run_name}")

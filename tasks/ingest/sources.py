@@ -108,3 +108,25 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def resolve_source(
+    settings: Settings,
+    preset: str | None,
+    name: str | None,
+    qrels: list[str] | None,
+    queries: str | None,
+    passages: str | None,
+    subset_topics: int | None,
+) -> CollectionSource:
+    """A preset, or user files (which need --name, --qrels, --queries and --passages)."""
+    if preset is not None:
+        source = preset_source(preset, settings)
+        if subset_topics is not None:
+            source.subset_topics = subset_topics
+        return source
+    if not (name and qrels and queries and passages):
+        raise UsageError(
+            "give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages"
+        )
+    return custom_source(name, qrels, Path(queries), Path(passages), subset_topics)

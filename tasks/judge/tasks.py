@@ -153,27 +153,6 @@ def check_same_run(
             )
 
 
-@task(cache_policy=NO_CACHE)
-def store_personalities(settings: Settings, personalities: list[Personality]) -> None:
-    """Record the conditions used, with their exact instruction text."""
-    frame = pl.DataFrame(
-        [
-            {
-                "personality": p.code,
-                "name": p.name,
-                "trait": p.trait,
-                "pole": p.pole,
-                "instruction": p.instruction,
-                "source": "builtin" if p.is_builtin else str(p.source),
-            }
-            for p in personalities
-        ]
-    )
-    with open_migrated(settings.warehouse) as con:
-        con.register("staged_personalities", frame.to_arrow())
-        run_sql(con, "judge/upsert_personalities")
-
-
 def plan_judgments(
     run: RunIdentity, pairs: Pairs, personalities: list[Personality], cot: list[bool], methods: list[str]
 ) -> JudgePlan:

@@ -10,9 +10,11 @@ from typing import Any
 import polars as pl
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run
 
 from peras.errors import UsageError
 from peras.metric_names import metric_title
+from peras.prompting import load_personalities
 from peras.settings import Settings
 from peras.sql import load_sql, run_sql
 from peras.warehouse import ensure_migrated, open_current
@@ -112,7 +114,6 @@ def _nothing_matches(con: Any, run: str | None, collection: str | None, cot: boo
     return f"no judgments for {asked}: {known}"
 
 
-@task
 def write_metrics(frames: dict[str, pl.DataFrame], fmt: str, output: Path) -> list[Path]:
     """Write csv (one file per view; a directory when there are several) or json (one file); return paths."""
     if fmt == "json":
@@ -191,3 +192,19 @@ def metrics_markdown(frames: dict[str, pl.DataFrame], max_rows: int = ARTIFACT_M
 def publish_metrics_artifact(frames: dict[str, pl.DataFrame]) -> None:
     """A short markdown artifact of the flow run: the summary (kappa, QWK, macro-F1, HMR, ECE per group)."""
     create_markdown_artifact(markdown=metrics_markdown(frames), key="metrics", description=", ".join(frames))
+
+
+def metrics_run_name() -> str:
+    """metrics-<run>, metrics-<collection> or metrics-all: what the run reads, as the UI shows it."""
+    parameters = flow_run.parameters
+    return f"metrics-{parameters.get('run') or parameters.get('collection') or 'all'}"
+
+
+def headline_table(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """One row per personality x CoT: kappa, QWK, macro-F1 and HMR."""
+    agreement = frames["agreement"].select("personality", "cot", "n_scored", "cohen_kappa", "qwk", "macro_f1")
+    reliability = frames["reliability"].select("personality", "cot", "hmr")
+    order = {p.code: rank for rank, p in enumerate(load_personalities())}
+    rank = pl.col("personality").replace_strict(order, default=len(order), return_dtype=pl.Int64)
+    joined = agreement.join(reliability, on=["personality", "cot"], how="left")
+    return joined.sort(pl.col("cot"), rank, pl.col("personality"))

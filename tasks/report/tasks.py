@@ -14,6 +14,7 @@ import polars as pl
 from prefect import task
 from prefect.artifacts import create_link_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from peras.errors import UsageError
 from peras.metric_names import CLASSIFIER_METRIC_TITLES, metric_title
@@ -297,3 +298,8 @@ def publish_report_artifact(summary: ReportSummary) -> None:
         key="report",
         description=f"{summary.path} ({summary.n_bytes:,} bytes; PNGs in {summary.figures_dir})",
     )
+
+
+def report_run_name() -> str:
+    """report-<collection> or report-all (the runs covered are in the flow's parameters)."""
+    return f"report-{flow_run.parameters.get('collection') or 'all'}"

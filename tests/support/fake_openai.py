@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import math
+import random
 import subprocess
 import sys
 import time
@@ -282,6 +283,16 @@ def _delayed(delay_s: float) -> Responder:
     return respond
 
 
+def _uniform_latency(low_ms: float, high_ms: float, seed: int = 0) -> Responder:
+    """The instant responder, answering after a latency drawn uniformly from [low_ms, high_ms] (seeded)."""
+    draw = random.Random(seed)
+
+    def respond(request: dict[str, Any]) -> Reply:
+        return Reply(instant(request), delay_s=draw.uniform(low_ms, high_ms) / 1000.0)
+
+    return respond
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the "instant" responder until interrupted; print the base URL first."""
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (instant responder).")
@@ -289,8 +300,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", "--models", dest="models", nargs="+", default=[DEFAULT_MODEL],
                         help="model name(s) served")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer (a slow model)")
+    parser.add_argument("--latency", type=float, nargs=2, metavar=("MIN_MS", "MAX_MS"),
+                        help="answer after a latency drawn uniformly between MIN_MS and MAX_MS (a GPU server)")
     args = parser.parse_args(argv)
     responder = instant if not args.delay else _delayed(args.delay)
+    if args.latency:
+        responder = _uniform_latency(*args.latency)
     server = FakeOpenAI(responder, models=args.models, port=args.port, record=False)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_forever(lambda url: print(url, flush=True)))
