@@ -49,6 +49,8 @@ def clean_proxy_environment(monkeypatch):
         ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "gpu"}, "http://gpu:8000/v1", None),
         ({"HTTP_PROXY": "http://p:1", "NO_PROXY": ".cluster.local"}, "http://gpu.cluster.local:8000/v1", None),
         ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "gpu:8000"}, "http://gpu:8000/v1", None),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "gpu:9000"}, "http://gpu:8000/v1", "http://p:1"),
+        ({"HTTP_PROXY": "http://p:1", "no_proxy": "GPU"}, "http://gpu:8000/v1", None),
         ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "*"}, "http://gpu:8000/v1", None),
         ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "other"}, "http://gpu:8000/v1", "http://p:1"),
         # loopback never goes through a proxy (the embedded model listens there)

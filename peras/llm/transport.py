@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
-from urllib.request import getproxies_environment, proxy_bypass_environment
+from urllib.request import getproxies_environment
 
 import openai
 
@@ -65,9 +65,24 @@ def environment_proxy(base_url: str) -> str | None:
     url = proxies.get(parts.scheme) or proxies.get("all")
     if not url:
         return None
-    if proxies.get("no") and proxy_bypass_environment(parts.netloc.rpartition("@")[2], proxies):
+    if bypassed(host, parts.port or (443 if parts.scheme == "https" else 80), proxies.get("no", "")):
         return None
     return url if "://" in url else f"http://{url}"
+
+
+def bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """Whether NO_PROXY names `host`: `*`, the host itself, a domain it is in (`.corp` or `corp`), or host:port."""
+    host = host.lower().strip("[]")
+    for entry in (e.strip().lower() for e in no_proxy.split(",")):
+        if entry == "*":
+            return True
+        name, _, entry_port = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        if entry_port and entry_port != str(port):
+            continue
+        name = name.strip("[]").lstrip(".")
+        if name and (host == name or host.endswith("." + name)):
+            return True
+    return False
 
 
 def http_proxy(url: str) -> Proxy | None:
