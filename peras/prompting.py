@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from peras.errors import InputError, UsageError
 from peras.paths import PERSONALITIES_DIR, PROMPTS_DIR
 
@@ -194,7 +196,7 @@ def request_hashes(
     The payload is assembled in canonical key order (messages < model < params < sample_index), so the bytes are
     exactly those of the canonical JSON of the whole dictionary.
     """
-    encoded = _canonical_json(messages)
+    encoded = _canonical_messages(messages)
     payload = b"".join((
         b'{"messages":', encoded,
         b',"model":', _canonical_json(model),
@@ -217,6 +219,14 @@ def _prompt(name: str) -> PromptTemplate:
 def _messages(personality: Personality, task: str) -> list[dict[str, str]]:
     text = f"{personality.instruction}\n\n{task}" if personality.instruction else task
     return [{"role": "user", "content": text}]
+
+
+def _canonical_messages(messages: list[dict[str, str]]) -> bytes:
+    """The canonical JSON of chat messages, fast: orjson writes strings exactly as json.dumps(ensure_ascii=False,
+    separators=(",", ":"), sort_keys=True) does; anything but strings takes the general path (floats differ)."""
+    if all(isinstance(value, str) for message in messages for value in message.values()):
+        return orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)
+    return _canonical_json(messages)
 
 
 def _canonical_json(value: object) -> bytes:

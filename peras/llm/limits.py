@@ -19,6 +19,7 @@ import fcntl
 import hashlib
 import os
 import random
+from collections import deque
 from pathlib import Path
 
 _REGISTRY: dict[Path, _SlotFile] = {}
@@ -32,14 +33,25 @@ class _SlotFile:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self.held: set[int] = set()
+        self._candidates: deque[int] = deque()
+        self._slots = 0
 
     def try_lock(self, slots: int) -> int | None:
-        free = [index for index in range(slots) if index not in self.held]
-        random.shuffle(free)
-        for index in free:
+        """Lock a slot no one holds, trying the ones this process does not hold in turn; None when all are taken.
+
+        O(1) while no other process holds slots: the next candidate is free.
+        """
+        if slots != self._slots:
+            order = list(range(slots))
+            random.shuffle(order)  # processes start at different slots
+            self._candidates = deque(index for index in order if index not in self.held)
+            self._slots = slots
+        for _ in range(len(self._candidates)):
+            index = self._candidates.popleft()
             try:
                 fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, index, os.SEEK_SET)
             except OSError as exc:
+                self._candidates.append(index)  # another process holds it: try it again later
                 if exc.errno in (errno.EACCES, errno.EAGAIN):
                     continue
                 raise
@@ -50,6 +62,8 @@ class _SlotFile:
     def unlock(self, index: int) -> None:
         fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, index, os.SEEK_SET)
         self.held.discard(index)
+        if index < self._slots:
+            self._candidates.append(index)
 
 
 def slot_file_for(directory: Path, url: str) -> Path:

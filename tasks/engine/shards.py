@@ -12,12 +12,13 @@ rows already stored are kept (requests) or checked (outcomes), so loading twice 
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
+
+import orjson
 
 from peras.errors import CheckFailed
 from peras.sql import run_sql
@@ -50,7 +51,7 @@ class ShardJournal:
         self._stem = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._sequence = 0
         self._outcomes = 0
-        self._files: dict[str, TextIO] = {}
+        self._files: dict[str, BinaryIO] = {}
         self._paths: list[Path] = []
         self._stamp = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
 
@@ -68,14 +69,13 @@ class ShardJournal:
     def _write(self, kind: str, row: dict[str, Any]) -> None:
         if not self._files:
             self._open()
-        line = json.dumps(self._stamp | row, ensure_ascii=False, separators=(",", ":"))
-        self._files[kind].write(line + "\n")
+        self._files[kind].write(orjson.dumps(self._stamp | row) + b"\n")  # unbuffered: one write per line
 
     def _open(self) -> None:
         self._sequence += 1
         self._paths = [self.directory / f"{self._stem}-{self._sequence:05d}.{kind}.jsonl" for kind in KINDS]
         self._files = {
-            kind: path.open("a", encoding="utf-8", buffering=1) for kind, path in zip(KINDS, self._paths, strict=True)
+            kind: path.open("ab", buffering=0) for kind, path in zip(KINDS, self._paths, strict=True)
         }
 
     def rotate(self) -> None:
