@@ -8,13 +8,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import duckdb
 import pytest
 
 from flows.ingest import ingest
 from flows.judge import judge
-from peras.errors import CheckFailed
+from peras.errors import CheckFailed, UsageError
 from tests.support.fake_openai import FakeOpenAI, Fault, instant
 from tests.support.prefect_server import free_port
 
@@ -297,10 +298,24 @@ def slow_server():
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    time.sleep(1.5)
+    wait_until_serving(port)
     yield port
     proc.terminate()
     proc.wait(timeout=10)
+
+
+def wait_until_serving(port: int, timeout_s: float = 60.0) -> None:
+    """Poll the server's model list until it answers (a loaded machine may take seconds to start it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
 
 
 def test_kill_9_then_rerun_completes_without_loss_or_duplicates(sample, slow_server):
@@ -359,3 +374,27 @@ def test_a_request_the_server_refuses_is_recorded_and_the_run_goes_on(sample):
     got = rows(sample, "select doc_id, status, label, coalesce(reason, '') like '%HTTP 400: context length exceeded%' "
                        "from judgments order by 1")
     assert got == [("e1", "error", None, True), ("e2", "ok", 2, False)]
+
+
+def test_a_limited_run_then_the_full_run_of_the_same_name_both_publish(sample):
+    # A quick look (--limit-pairs, a deployment's limit_pairs parameter) must not break the nightly full run.
+    with FakeOpenAI(instant) as server:
+        first = judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=3, run_name="nightly",
+                      settings=use(sample, server))
+        full = judge(collection="sample", personalities=["default", "HA"], cot=[False], run_name="nightly",
+                     settings=use(sample, server))
+    assert (first["n_planned"], full["n_planned"], full["n_judged_now"]) == (3, 80, 77)
+    assert rows(sample, "select run_name, status from judge_runs") == [("nightly", "published")]
+
+
+def test_a_run_asked_another_way_names_the_setting_and_both_values(sample):
+    with FakeOpenAI(instant) as server:
+        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=1, run_name="r",
+              settings=use(sample, server))
+        with pytest.raises(UsageError) as raised:
+            judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=1, run_name="r",
+                  confidence_methods=["logprob"], settings=use(sample, server))
+    assert str(raised.value).startswith(
+        "run 'r' was made with confidence_methods = [\"verbalized\"], this call asks [\"logprob\"]"
+    )
+    assert "--run-name, or the run_name parameter of a deployment" in str(raised.value)
