@@ -276,6 +276,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=1000, help="DL19 pairs for the ceiling (x2 requests)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 512], help="ceiling concurrencies")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["memory", "sharing"], help="parts to leave out")
     args = parser.parse_args()
     started = machine()
     random.seed(0)
@@ -285,10 +287,12 @@ def main() -> None:
         ingest(env)
         result: dict[str, Any] = {"versions": versions()}
         result["ceiling"] = [
-            ceiling(base, env, c, n, args.rounds) for c, n in ((64, args.pairs), (512, 4 * args.pairs))
+            ceiling(base, env, c, args.pairs * max(1, c // 128), args.rounds) for c in args.concurrency
         ]
-        result["memory"] = [peak_rss(base, env, n) for n in (900, 4630, 9260)]
-        result["sharing"] = sharing(base, env, args.pairs // 2)
+        if "memory" not in args.skip:
+            result["memory"] = [peak_rss(base, env, n) for n in (900, 4630, 9260)]
+        if "sharing" not in args.skip:
+            result["sharing"] = sharing(base, env, args.pairs // 2)
     rows = [
         headline(
             f"judge / bare transport, 50-450 ms, concurrency {c['concurrency']}",
@@ -299,20 +303,17 @@ def main() -> None:
         )
         for c in result["ceiling"]
     ]
-    rss = [m["peak_rss_mb"] for m in result["memory"]]
-    rows.append(
-        headline("peak RSS at 9,900 / 50,930 / 101,860 judgments", max(rss), "MB", "<= 500 and flat", max(rss) <= 500)
-    )
-    share = result["sharing"]
-    rows.append(
-        headline(
-            "two runs on one endpoint, together (slowest) / sum alone",
-            round(max(share["together_s"].values()) / share["sum_alone_s"], 2),
-            "x",
-            "report",
-            True,
+    if "memory" in result:
+        rss = [m["peak_rss_mb"] for m in result["memory"]]
+        rows.append(
+            headline(
+                "peak RSS at 9,900 / 50,930 / 101,860 judgments", max(rss), "MB", "<= 500 and flat", max(rss) <= 500
+            )
         )
-    )
+    if "sharing" in result:
+        share = result["sharing"]
+        slowest = round(max(share["together_s"].values()) / share["sum_alone_s"], 2)
+        rows.append(headline("two runs on one endpoint, together (slowest) / sum alone", slowest, "x", "report", True))
     result["headline"] = rows
     finish("engine", result, started)
 

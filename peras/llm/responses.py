@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 
 @dataclass(slots=True)
 class ChatResult:
@@ -40,12 +42,20 @@ class ChatResult:
         return self.finish_reasons[0]
 
 
+def _loads(content: bytes) -> Any:
+    """JSON, fast; servers that write -Infinity or NaN (logprobs of impossible tokens) take the standard parser."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return json.loads(content)
+
+
 def decode_chat(
     content: bytes, url: str, latency_ms: float, attempts: int, wants_logprobs: bool
 ) -> ChatResult | None:
     """The ChatResult in a 200 body, or None when the body is not a chat completion."""
     try:
-        data = json.loads(content)
+        data = _loads(content)
         choices = data["choices"]
         if len(choices) > 1:
             choices = sorted(choices, key=lambda c: c.get("index", 0))
