@@ -13,7 +13,6 @@ from tasks.engine.tasks import (
     ask_all,
     check_endpoint,
     identify_warehouse,
-    load_run_shards,
     opaque,
     recorded_run,
     store_personalities,
@@ -21,7 +20,6 @@ from tasks.engine.tasks import (
 from tasks.judge.tasks import (
     check_judge_run,
     check_methods,
-    count_pending,
     judge_config,
     judge_stage,
     load_pairs,
@@ -66,12 +64,9 @@ def judge(
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods)
         store_personalities(settings, chosen)
         with recorded_run(settings, run):
-            load_run_shards(settings, run)
             plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
             stage = judge_stage(config, chosen, pairs)
-            n_pending = count_pending(settings, opaque(plan))
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), n_pending, chunk_size, retry_failed)
-            load_run_shards(settings, run)
+            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
             shares = check_judge_run(settings, run, opaque(plan), config)
     publish_analyst_snapshot(settings)
     summary = summarize(run, endpoint, len(pairs) * len(chosen) * len(cot_settings) * len(methods), stats, shares)

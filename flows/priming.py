@@ -18,7 +18,6 @@ from tasks.engine.tasks import (
     ask_all,
     check_endpoint,
     identify_warehouse,
-    load_run_shards,
     opaque,
     recorded_run,
     store_personalities,
@@ -29,7 +28,6 @@ from tasks.priming.tables import load_priming_tables, plot_priming_topics, publi
 from tasks.priming.tasks import (
     batch_config,
     check_priming_run,
-    count_pending_batches,
     personality_codes,
     plan_priming,
     priming_stage,
@@ -82,12 +80,9 @@ def priming(
         run = register_priming_run(settings, warehouse_id, run_name, collection, config, seed, scope)
         store_personalities(settings, chosen)
         with recorded_run(settings, run):
-            load_run_shards(settings, run)
             plan = plan_priming(run, planned)
-            n_pending = count_pending_batches(settings, opaque(plan))
             stage = priming_stage(config, chosen, pools)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), n_pending, chunk_size, retry_failed)
-            load_run_shards(settings, run)
+            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
             n_failures = check_priming_run(settings, run, opaque(planned))
     pairs = load_priming_pairs(settings, run.run_id, opaque(planned))
     publish_priming_stats(settings, run.run_id, compute_priming_tests(pairs), compute_priming_index(pairs))

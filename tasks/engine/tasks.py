@@ -23,6 +23,7 @@ from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RunIdentity, Stage
+from tasks.engine.store import WarehouseThread
 
 T = TypeVar("T")
 
@@ -75,23 +76,22 @@ def store_personalities(settings: Settings, personalities: list[Personality]) ->
 
 
 @task(cache_policy=NO_CACHE)
-def load_run_shards(settings: Settings, identity: RunIdentity) -> int:
-    """Load whatever a run's earlier attempts journaled (a killed process, a crash) before planning."""
-    return load_shards(settings.warehouse, settings.shards, identity)
-
-
-@task(cache_policy=NO_CACHE)
 def ask_all(
     settings: Settings,
     endpoint: Endpoint,
     identity: RunIdentity,
     stage: Stage,
     plan: Plan,
-    n_items: int,
     rows_per_shard: int,
     retry_failed: bool = False,
 ) -> dict[str, Any]:
-    """Ask every planned item through the engine: one bounded stream for the whole run, loaded as it goes."""
+    """Ask every planned item through the engine: one bounded stream for the whole run, loaded as it goes.
+
+    Shards an earlier attempt left (a killed process) are loaded first, so what they hold is not asked again;
+    when this returns, everything asked is in the warehouse.
+    """
+    load_shards(settings.warehouse, settings.shards, identity)
+    n_items = count_pending(settings, plan)
     if n_items == 0:
         return EngineStats().as_dict()
     budget = remaining_budget(settings, identity)
@@ -117,6 +117,15 @@ def ask_all(
         stats = asyncio.run(run())
     progress.update(stats)
     return stats.as_dict()
+
+
+def count_pending(settings: Settings, plan: Plan) -> int:
+    """How many planned items have no stored outcome yet (the progress total)."""
+    thread = WarehouseThread(settings.warehouse)
+    try:
+        return plan.count(thread.fetch)
+    finally:
+        thread.close()
 
 
 def shard_loaded(settings: Settings, progress: ProgressArtifact, stats: EngineStats) -> None:

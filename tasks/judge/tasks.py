@@ -160,18 +160,6 @@ def plan_judgments(
     return JudgePlan(run.run_id, pairs, [p.code for p in personalities], cot, methods)
 
 
-@task(cache_policy=NO_CACHE)
-def count_pending(settings: Settings, plan: JudgePlan) -> int:
-    """How many planned items have no judgment on the current texts yet."""
-    from tasks.engine.store import WarehouseThread
-
-    thread = WarehouseThread(settings.warehouse)
-    try:
-        return plan.count(thread.fetch)
-    finally:
-        thread.close()
-
-
 def judge_stage(config: JudgeConfig, personalities: list[Personality], pairs: Pairs) -> JudgeStage:
     """The judge's half of the engine contract: items to requests, answers to judgment rows."""
     return JudgeStage(config, {p.code: p for p in personalities}, pairs)

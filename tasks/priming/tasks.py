@@ -107,18 +107,6 @@ def plan_priming(run: RunIdentity, planned: list[BatchItem]) -> PrimingPlan:
     return PrimingPlan(run.run_id, planned)
 
 
-@task(cache_policy=NO_CACHE)
-def count_pending_batches(settings: Settings, plan: PrimingPlan) -> int:
-    """How many planned batches have no stored outcome yet."""
-    from tasks.engine.store import WarehouseThread
-
-    thread = WarehouseThread(settings.warehouse)
-    try:
-        return plan.count(thread.fetch)
-    finally:
-        thread.close()
-
-
 def priming_stage(config: BatchConfig, personalities: list[Personality], pools: Pools) -> PrimingStage:
     """Priming's half of the engine contract: batches to requests, answers to batch outcomes."""
     queries = {query_id: pool.query for query_id, pool in pools.topics.items()}
