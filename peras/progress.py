@@ -43,7 +43,14 @@ def track(description: str, total: int) -> Iterator[_Bar | _NoBar]:
         yield _NoBar()
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Column
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    # On an 80-column terminal the counts and the time left must stay whole: the description gives way first.
+    columns = (
+        TextColumn("{task.description}", table_column=Column(max_width=32, no_wrap=True, overflow="ellipsis")),
+        BarColumn(bar_width=20),
+        MofNCompleteColumn(table_column=Column(no_wrap=True)),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=True) as progress:
         yield _Bar(progress, progress.add_task(description, total=total))

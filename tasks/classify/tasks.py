@@ -17,6 +17,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from sklearn.model_selection import train_test_split
 
 from peras.errors import CheckFailed, UsageError
+from peras.progress import track
 from tasks.classify.aggregate import VOTE_NAMES, aggregate_votes
 from tasks.classify.features import LEVELS, FeatureMatrix
 from tasks.classify.learners import LEARNERS, fit_predict
@@ -107,7 +108,11 @@ def evaluate_learner(name: str, matrix: FeatureMatrix, splits: list[Split]) -> l
     learner = LEARNERS[name]
     x, y = matrix.features(learner.with_confidence), matrix.relevance
     jobs = (delayed(fit_predict)(name, split.seed, split.train, split.test, x, y) for split in splits)
-    predictions = Parallel(n_jobs=N_JOBS, backend="loky")(jobs)
+    with track(f"classify {learner.title}", len(splits)) as bar:
+        predictions = []
+        for predicted in Parallel(n_jobs=N_JOBS, backend="loky", return_as="generator")(jobs):
+            predictions.append(predicted)
+            bar.advance()
     return [
         _row(split, name, "supervised", y[split.test], predicted)
         for split, predicted in zip(splits, predictions, strict=True)

@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 
 from peras.errors import UsageError
 from peras.metric_names import CLASSIFIER_METRIC_TITLES, metric_title
+from peras.progress import track
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_current
@@ -145,9 +146,13 @@ def draw_figures(data: ReportData, figures_dir: Path, confidence_personalities: 
         if old.name.startswith(FIGURE_NAMES):
             old.unlink()
     figures: list[Figure] = []
-    for setting in data.settings:
-        figures += _setting_figures(data, setting, figures_dir, confidence_personalities)
-    return figures + _judge_figures(data, figures_dir)
+    with track("report figures", len(data.settings) + 1) as bar:
+        for setting in data.settings:
+            figures += _setting_figures(data, setting, figures_dir, confidence_personalities)
+            bar.advance()
+        figures += _judge_figures(data, figures_dir)
+        bar.advance()
+    return figures
 
 
 def _judge_figures(data: ReportData, out: Path) -> list[Figure]:

@@ -1,0 +1,34 @@
+"""Progress bars: on an 80-column terminal the counts stay whole, the description gives way."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+import rich.progress
+from rich.console import Console
+
+import peras.progress as progress
+
+pytestmark = pytest.mark.core
+
+
+def test_judge_bar_keeps_its_total_on_an_80_column_terminal(monkeypatch):
+    consoles: list[Console] = []
+
+    class NarrowProgress(rich.progress.Progress):
+        def __init__(self, *columns, **options):
+            consoles.append(Console(file=io.StringIO(), width=80, force_terminal=True))
+            super().__init__(*columns, console=consoles[-1], **options)
+
+    monkeypatch.setattr(rich.progress, "Progress", NarrowProgress)
+    monkeypatch.setattr(progress, "_enabled", True)
+    with progress.track("judge dl19-balanced-meta-llama_Llama-3.1-8B-Instruct-and-more", 101860) as bar:
+        bar.advance(5000)
+        bar._progress.refresh()  # type: ignore[union-attr]
+    frames = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", consoles[0].file.getvalue()).split("\r")
+    drawn = next(frame for frame in frames if "5000/" in frame)
+    assert "5000/101860" in drawn
+    assert drawn.startswith("judge dl19-balanced-meta-llama_…")
+    assert len(drawn.rstrip()) <= 80
