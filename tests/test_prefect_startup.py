@@ -195,3 +195,17 @@ def test_status_of_a_server_peras_did_not_start(no_server_env, prefect_server):
     assert (
         stop.stdout == f"not stopped: the server on {prefect_server} was not started by peras (stop it where it runs)\n"
     )
+
+
+@pytest.mark.core
+def test_status_says_when_prefect_api_url_takes_precedence(capsys, monkeypatch, tmp_path, prefect_server):
+    port = free_port()
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(port))
+    result = run_cli(capsys, "server", "status")
+    assert (result.exit_code, result.out) == (
+        0,
+        f"not running: the next command that runs a flow starts it on http://127.0.0.1:{port}/api "
+        f"(home {tmp_path / 'home'})\n"
+        f"PREFECT_API_URL is set: commands run their flows on {prefect_server} instead\n",
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from cli.prefect_server import LocalServer
@@ -42,6 +44,8 @@ def status() -> None:
         click.echo(f"starting or not answering: {local.url} (pid {pid}; log {local.log})")
     else:
         click.echo(f"not running: the next command that runs a flow starts it on {local.url} (home {local.home})")
+    if os.environ.get("PREFECT_API_URL"):
+        click.echo(f"PREFECT_API_URL is set: commands run their flows on {os.environ['PREFECT_API_URL']} instead")
 
 
 @server.command()
