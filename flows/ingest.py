@@ -8,7 +8,7 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from peras.warehouse import now
-from tasks.ingest.sources import resolve_source
+from tasks.ingest.sources import ingest_run_name, resolve_source
 from tasks.ingest.tasks import (
     check_collection,
     fingerprint_sources,
@@ -20,7 +20,7 @@ from tasks.ingest.tasks import (
 from tasks.publish.tasks import publish_analyst_snapshot
 
 
-@flow(name="ingest", flow_run_name="ingest-{preset}", log_prints=True)
+@flow(name="ingest", flow_run_name=ingest_run_name, log_prints=True)
 def ingest(
     preset: str | None = None,
     name: str | None = None,

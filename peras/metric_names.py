@@ -6,6 +6,9 @@ them by shorter column stems, mapped here so that both print the same titles.
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 METRIC_TITLES = {
     "accuracy": "Accuracy",
     "cohen_kappa": "Kappa",
@@ -36,3 +39,12 @@ CLASSIFIER_METRIC_TITLES = {stem: METRIC_TITLES[name] for stem, name in CLASSIFI
 def metric_title(name: str) -> str:
     """A metric's title; a name without one (a user's own column) prints as it is."""
     return METRIC_TITLES.get(name, name)
+
+
+def format_value(value: Any) -> str:
+    """Numbers to 4 decimals, null as an empty cell."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)

@@ -174,11 +174,6 @@ def test_cheap_commands_do_not_import_prefect_or_sklearn(args, tmp_path):
 
 
 @pytest.mark.core
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 15: cli/commands/sql.py and cli/commands/metrics.py import polars at module level, and "
-    "cli/main.py imports every command module at start (files of other helpers)",
-)
 def test_help_does_not_import_polars():
     code = "import sys\nimport cli.main\nprint('polars' in sys.modules)\n"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

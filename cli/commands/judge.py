@@ -36,7 +36,16 @@ from peras.settings import Settings
     help="Answers per item for the sampling method.",
 )
 @click.option(
-    "--chunk-size", type=click.IntRange(min=1), default=256, show_default=True, help="Items per Prefect task."
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=8192,
+    show_default=True,
+    help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging goes on.",
+)
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
 )
 @endpoint_options
 @settings_options
@@ -52,6 +61,7 @@ def judge(
     backend: str | None,
     n_samples: int,
     chunk_size: int,
+    retry_failed: bool,
 ) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
@@ -77,6 +87,7 @@ def judge(
         run_name=run_name,
         limit_pairs=limit_pairs,
         chunk_size=chunk_size,
+        retry_failed=retry_failed,
         n_samples=n_samples,
         backend=backend,
         settings=settings,

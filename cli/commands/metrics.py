@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import settings_options
+from cli.common import run_flow, run_tags, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
+
+if TYPE_CHECKING:
+    import polars as pl
 
 VIEW_CHOICES = ["all", "summary", "agreement", "reliability", "calibration", "thresholds", "comparison", "oracle",
                 "confusion", "calibration-bins", "threshold-curve"]
@@ -49,7 +52,15 @@ def metrics(settings: Settings, run: str | None, collection: str | None, cot: bo
     chosen = list(views) or default_views(fmt, output)
     if fmt == "csv" and output is None and len(_expand(chosen)) > 1:
         raise UsageError("--format csv prints one view: name it with --view, or give --output DIR for several")
-    frames = metrics_flow(views=chosen, run=run, collection=collection, cot=cot, settings=settings)
+    frames = run_flow(
+        metrics_flow,
+        tags=run_tags("metrics", collection),
+        views=chosen,
+        run=run,
+        collection=collection,
+        cot=cot,
+        settings=settings,
+    )
     if output is not None:
         for path in write_metrics(frames, fmt if fmt != "table" else "csv", output):
             click.echo(f"wrote {path}")
@@ -78,7 +89,8 @@ def _expand(views: list[str]) -> list[str]:
 
 def print_tables(frames: dict[str, pl.DataFrame]) -> None:
     """Each view as a rich table of its display columns."""
-    from tasks.metrics.tasks import VIEWS, display_frame, format_value
+    from peras.metric_names import format_value
+    from tasks.metrics.tasks import VIEWS, display_frame
 
     console = Console(width=max(Console().width, 120))
     for name, frame in frames.items():

@@ -63,6 +63,11 @@ DEFAULT_COLLECTION = "dl19"
     show_default=True,
     help="Topic rule: judged passages needed at each level 0-3.",
 )
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Ask again the batches this run stored as unreadable or refused (a new run always re-asks them).",
+)
 @endpoint_options
 @settings_options
 def priming(
@@ -79,6 +84,7 @@ def priming(
     frequency_penalty: float | None,
     presence_penalty: float | None,
     min_per_level: int,
+    retry_failed: bool,
     backend: str | None,
 ) -> None:
     """Threshold priming on COLLECTION [dl19]: are passages scored lower after highly relevant ones in a batch?
@@ -108,6 +114,7 @@ def priming(
         batch_settings=batch_settings or None,
         personalities=list(personalities) or None,
         seed=seed,
+        retry_failed=retry_failed,
         run_name=run_name,
         frequency_penalty=frequency_penalty,
         presence_penalty=presence_penalty,

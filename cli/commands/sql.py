@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import polars as pl
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -15,6 +15,9 @@ from rich.table import Table
 from cli.common import settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @click.command()
@@ -79,7 +82,7 @@ def run_locked_down(warehouse: Path, text: str) -> pl.DataFrame | None:
 
 def print_frame(frame: pl.DataFrame, max_rows: int) -> None:
     """A result as a rich table: numbers right-aligned, floats to 4 decimals, null as an empty cell."""
-    from tasks.metrics.tasks import format_value
+    from peras.metric_names import format_value
 
     shown = frame.head(max_rows)
     more = f"; first {max_rows} shown (--max-rows, or --format csv for all)" if frame.height > max_rows else ""

@@ -130,3 +130,11 @@ def resolve_source(
             "give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages"
         )
     return custom_source(name, qrels, Path(queries), Path(passages), subset_topics)
+
+
+def ingest_run_name() -> str:
+    """ingest-<preset> or ingest-<name> of user files: the collection the run ingests, as the UI shows it."""
+    from prefect.runtime import flow_run
+
+    parameters = flow_run.parameters
+    return f"ingest-{parameters.get('preset') or parameters.get('name') or 'files'}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.runtime import flow_run
 
 from peras.errors import UsageError
-from peras.metric_names import metric_title
+from peras.metric_names import format_value, metric_title
 from peras.prompting import load_personalities
 from peras.settings import Settings
 from peras.sql import load_sql, run_sql
@@ -152,15 +151,6 @@ def display_frame(name: str, frame: pl.DataFrame) -> pl.DataFrame:
         return shown
     titled = shown.with_columns(pl.when(pl.col("cot")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("cot"))
     return titled.rename({c: SUMMARY_TITLES.get(c, metric_title(c)) for c in shown.columns})
-
-
-def format_value(value: Any) -> str:
-    """Numbers to 4 decimals, null as an empty cell."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
 
 
 def markdown_table(name: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
