@@ -6,8 +6,9 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, FieldSerializationInfo, ValidationError, field_serializer, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
@@ -75,6 +76,12 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_serializer("base_urls")
+    def _hide_credentials(self, urls: list[str], info: FieldSerializationInfo) -> list[str]:
+        # Settings travel as a flow parameter: Prefect stores its JSON form (UI, API, logs). A key in a URL's
+        # user:password@ part stays in this process; in-process dumps (mode="python") keep the real URL.
+        return [without_userinfo(url) for url in urls] if info.mode_is_json() else urls
+
     @property
     def shards(self) -> Path:
         """Directory of append-only judge shards."""
@@ -88,6 +95,14 @@ class Settings(BaseSettings):
     def api_key(self) -> str | None:
         """The API key, read from the environment at the moment of use, never stored."""
         return os.environ.get(self.api_key_env)
+
+
+def without_userinfo(url: str) -> str:
+    """A URL without its `user:password@` part."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def load_settings(config: Path | None = None, **overrides: Any) -> Settings:

@@ -14,20 +14,24 @@ What it guarantees:
 - Timeouts, connection errors, 5xx, 408, 409 and 429 are retried up to `max_retries` times with
   exponential backoff and jitter (`backoff_base_s * 2**k`, capped at `backoff_max_s`, times 0.5-1.0);
   a Retry-After header (seconds or an HTTP date) is waited out instead. Other 4xx fail at once.
-- `budget` caps the HTTP requests one client sends, retries included, counted when a request is handed to
-  the connection (never for requests that wait and are not sent); the request that would exceed it is not
-  sent and raises BudgetReached. `check_ready()` does not count.
+- `budget` caps the HTTP requests a run sends, retries included: `budget_spent` were sent by its earlier
+  attempts, the rest are counted when a request is handed to the connection (never for requests that wait
+  and are not sent); the request that would exceed it is not sent and raises BudgetReached. `check_ready()`
+  does not count. Whatever `chat()` raises carries `http_requests`, what that call sent (the engine records
+  it, so that a resume counts requests that got no answer).
 - `deadline_s` caps the whole time one `chat()` may take, waits and retries included: a Retry-After or a
   backoff that would pass it is not waited out; the request fails with one line saying what it waited for.
   Waits longer than `notice_after_s` are announced through `on_notice` (the CLI prints them).
 - The API key is read from the environment variable the caller names; it is never logged and appears in
-  no returned object or repr.
+  no returned object or repr. Neither does a `user:password@` part of a base URL: messages name the URL
+  without it.
 Every failure is one BackendError line naming the URL and what went wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -41,6 +45,7 @@ from peras.errors import BackendError, BudgetReached, RequestRejected, UsageErro
 from peras.llm.limits import EndpointSlots
 from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
 from peras.llm.transport import Backend, TransportError, make_transport
+from peras.settings import without_userinfo
 
 __all__ = ["ChatResult", "LLMClient"]
 
@@ -70,7 +75,7 @@ class _Endpoint:
     __slots__ = ("url", "transport", "semaphore", "slots", "in_flight", "failures", "cooldown_until")
 
     def __init__(self, url: str, transport: Any, concurrency: int, slots_dir: Path | None) -> None:
-        self.url = url
+        self.url = url  # without credentials: it names the endpoint in every message, log and slot file
         self.transport = transport
         self.semaphore = asyncio.Semaphore(concurrency)
         self.slots = EndpointSlots(slots_dir, url, concurrency) if slots_dir is not None else None
@@ -101,6 +106,7 @@ class LLMClient:
         deadline_s: float | None = None,
         on_notice: Callable[[str], None] | None = None,
         notice_after_s: float = 10.0,
+        budget_spent: int = 0,
     ) -> None:
         if not base_urls:
             raise UsageError("no LLM base URL given: set --base-url (e.g. http://127.0.0.1:8000/v1)")
@@ -113,6 +119,7 @@ class LLMClient:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.budget = budget
+        self.budget_spent = budget_spent
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.cooldown_s = cooldown_s
@@ -125,7 +132,10 @@ class LLMClient:
         self._key_given = bool(api_key)
         self._endpoints = [
             _Endpoint(
-                url.rstrip("/"), make_transport(url.rstrip("/"), api_key, timeout_s, backend), concurrency, slots_dir
+                without_userinfo(url.rstrip("/")),
+                make_transport(url.rstrip("/"), api_key, timeout_s, backend),
+                concurrency,
+                slots_dir,
             )
             for url in dict.fromkeys(base_urls)
         ]
@@ -197,7 +207,15 @@ class LLMClient:
 
     async def chat(self, messages: list[dict[str, str]], params: dict[str, Any] | None = None) -> ChatResult:
         """One chat completion, retried and balanced as the module docstring says; BackendError on failure."""
-        params = params or {}
+        sent = [0]
+        try:
+            return await self._chat(messages, params or {}, sent)
+        except BaseException as exc:
+            with contextlib.suppress(AttributeError):  # what it cost, for the run-wide budget
+                exc.http_requests = sent[0]  # type: ignore[attr-defined]
+            raise
+
+    async def _chat(self, messages: list[dict[str, str]], params: dict[str, Any], sent: list[int]) -> ChatResult:
         body = self._body(messages, params)
         wants_logprobs = bool(params.get("logprobs"))
         deadline = time.monotonic() + self.deadline_s if self.deadline_s else None
@@ -206,13 +224,13 @@ class LLMClient:
             attempt += 1
             endpoint = self._pick()
             try:
-                status, headers, content, latency_ms = await self._send(endpoint, body)
+                status, headers, content, latency_ms = await self._send(endpoint, body, sent)
             except TransportError as exc:
                 self._failed(endpoint)
                 if attempt > self.max_retries:
                     raise BackendError(self._transport_message(endpoint, exc, attempt)) from exc
                 delay = self._backoff(attempt)
-                problem = exc.detail
+                problem, asked = exc.detail, None
                 _log.debug("%s: %s; retry %d in %.2f s", endpoint.url, exc.detail, attempt, delay)
             else:
                 if status == 200:
@@ -235,24 +253,26 @@ class LLMClient:
                     self._failed(endpoint)  # rate limits say nothing about the server's health
                 if attempt > self.max_retries:
                     raise BackendError(f"{endpoint.url}: {problem} (gave up after {attempt} attempts)")
-                wait = retry_after_s(headers)
-                delay = min(wait, MAX_RETRY_AFTER_S) if wait is not None else self._backoff(attempt)
+                asked = retry_after_s(headers)
+                delay = min(asked, MAX_RETRY_AFTER_S) if asked is not None else self._backoff(attempt)
                 _log.debug("%s: %s; retry %d in %.2f s", endpoint.url, problem, attempt, delay)
-            await self._wait(endpoint, problem, delay, deadline, attempt)
+            await self._wait(endpoint, problem, delay, asked, deadline, attempt)
 
-    async def _send(self, endpoint: _Endpoint, body: dict[str, Any]) -> tuple[int, Any, bytes, float]:
-        """One HTTP request through the URL's slots; it counts against the budget only once it is sent."""
+    async def _send(self, endpoint: _Endpoint, body: dict[str, Any], sent: list[int]) -> tuple[int, Any, bytes, float]:
+        """One HTTP request through the URL's slots; it counts against the budget (and in `sent`) once it is sent."""
         endpoint.in_flight += 1
         try:
             async with endpoint.semaphore:
                 index = await endpoint.slots.acquire() if endpoint.slots is not None else None
                 try:
-                    if self.budget is not None and self._requests_sent >= self.budget:
+                    spent = self.budget_spent + self._requests_sent
+                    if self.budget is not None and spent >= self.budget:
                         raise BudgetReached(
-                            f"request budget of {self.budget} reached ({self._requests_sent} requests sent);"
+                            f"request budget of {self.budget} reached ({spent} requests sent);"
                             " raise --request-budget to go on"
                         )
                     self._requests_sent += 1
+                    sent[0] += 1
                     started = time.perf_counter()
                     status, headers, content = await endpoint.transport.chat(body)
                     return status, headers, content, (time.perf_counter() - started) * 1000.0
@@ -263,16 +283,28 @@ class LLMClient:
             endpoint.in_flight -= 1
 
     async def _wait(
-        self, endpoint: _Endpoint, problem: str, delay: float, deadline: float | None, attempt: int
+        self,
+        endpoint: _Endpoint,
+        problem: str,
+        delay: float,
+        asked: float | None,
+        deadline: float | None,
+        attempt: int,
     ) -> None:
-        """Sleep before a retry, unless that would pass the request's deadline; announce long waits."""
+        """Sleep before a retry, unless that would pass the request's deadline; announce long waits.
+
+        `asked` is the server's Retry-After, if it sent one (`delay` is at most MAX_RETRY_AFTER_S of it)."""
+        why = f"the server asked to retry after {asked:,.0f} s (Retry-After)" if asked is not None else None
         if deadline is not None and time.monotonic() + delay > deadline:
+            attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+            late = why + ", past" if why else f"the next retry (in {delay:,.0f} s) would pass"
             raise BackendError(
-                f"{endpoint.url}: {problem}; gave up after {attempt} attempts: the next retry (in {delay:,.0f} s)"
-                f" would pass the {self.deadline_s:,.0f} s a request may take (--request-deadline)"
+                f"{endpoint.url}: {problem}; gave up after {attempts}: {late} the {self.deadline_s:,.0f} s"
+                " a request may take (PERAS_REQUEST_DEADLINE_S)"
             )
         if delay >= self.notice_after_s and self.on_notice is not None:
-            self.on_notice(f"{endpoint.url}: {problem}; waiting {delay:,.0f} s before retry {attempt}")
+            said = f" {why}:" if why else ""
+            self.on_notice(f"{endpoint.url}: {problem};{said} waiting {delay:,.0f} s before retry {attempt}")
         await asyncio.sleep(delay)
 
     def _body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,22 @@
 -- - a stored failure (parse failure or refusal) with a newer staged answer is replaced, the old one kept in
 --   llm_request_history ('failure re-asked');
 -- - otherwise the stored answer stays and the staged one goes to history ('duplicate answer'): a concurrent run
---   sent the same request. Outcomes built on it no longer match a stored answer and are asked again.
+--   sent the same request. Outcomes built on it no longer match a stored answer and are asked again;
+-- - an 'unanswered' line (sent, no answer) goes to llm_request_history only: it is no answer to reuse, but the
+--   run's budget counts what it cost.
+-- Loading a shard twice (a crash between commit and deletion) adds no history row twice.
+insert into llm_request_history
+select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
+       s.http_requests, s.created_at, $replaced_at, 'no answer (the request failed)'
+from staged_requests as s
+where s.parse_status = 'unanswered'
+  and not exists (
+      select 1 from llm_request_history as h
+      where h.request_id = s.request_id and h.created_at = s.created_at and h.run_id is not distinct from s.run_id
+  );
+
+delete from staged_requests where parse_status = 'unanswered';
+
 create or replace temp table request_merge as
 select
     s.request_id,
@@ -27,7 +42,11 @@ insert into llm_request_history
 select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
        s.http_requests, s.created_at, $replaced_at, 'duplicate answer (the stored one is kept)'
 from staged_requests as s
-inner join request_merge as m on m.request_id = s.request_id and m.action = 'duplicate';
+inner join request_merge as m on m.request_id = s.request_id and m.action = 'duplicate'
+where not exists (
+    select 1 from llm_request_history as h
+    where h.request_id = s.request_id and h.created_at = s.created_at and h.run_id is not distinct from s.run_id
+);
 
 update llm_requests as r
 set raw_text = s.raw_text, attempts = s.attempts, attempt_texts = s.attempt_texts, parsed_value = s.parsed_value,

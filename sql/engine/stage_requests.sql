@@ -1,4 +1,6 @@
--- Journaled requests of shard files, one row per request id (the first journaled), ready to merge.
+-- Journaled requests of shard files, one row per request id (the first journaled answer), ready to merge; and
+-- every 'unanswered' line (a request sent that got no answer: it goes to llm_request_history only, so that the
+-- run-wide budget counts it).
 create or replace temp table staged_requests as
 select
     warehouse_id, run_id, request_id, model, backend, prompt_hash, purpose, params, messages, raw_text, attempts,
@@ -13,4 +15,5 @@ from read_json($paths, format = 'newline_delimited', ignore_errors = true, colum
     created_at: 'timestamp', http_requests: 'integer'
 })
 where request_id is not null and parse_status is not null and created_at is not null
-qualify row_number() over (partition by request_id order by created_at) = 1
+qualify parse_status = 'unanswered'
+     or row_number() over (partition by request_id, parse_status = 'unanswered' order by created_at) = 1

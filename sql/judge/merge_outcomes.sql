@@ -1,6 +1,7 @@
 -- Merge staged judgments (requests are merged first): only judgments derivable from the stored requests go in
 -- (the others are left out and asked again from the stored answers); a stored judgment made on texts that have
--- changed since is replaced, the old one kept in judgment_history. Returns the number left out.
+-- changed since, or a stored failure judged again (retry_failed), is replaced, the old one kept in
+-- judgment_history. A judgment loaded again (the same shard twice) is kept as it is. Returns the number left out.
 create or replace temp table outcome_check as
 select * from judgment_check('staged_outcomes');
 
@@ -10,7 +11,8 @@ select
     case
         when not c.is_derivable then 'drop'
         when j.run_id is null then 'new'
-        when j.text_sha is distinct from s.text_sha and s.text_sha is not null then 'replace'
+        when j.text_sha is distinct from s.text_sha and s.text_sha is not null then 'text changed'
+        when j.status <> 'ok' and s.judged_at > j.judged_at then 'failure asked again'
         else 'keep'
     end as action
 from staged_outcomes as s
@@ -19,17 +21,18 @@ left join judgments as j using (run_id, query_id, doc_id, personality, cot, conf
 
 insert into judgment_history
 select j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method, j.label, j.confidence, j.status,
-       j.label_request_id, j.confidence_request_id, j.text_sha, j.judged_at, $replaced_at, 'text changed'
+       j.label_request_id, j.confidence_request_id, j.text_sha, j.judged_at, $replaced_at, m.action
 from judgments as j
 inner join outcome_merge as m using (run_id, query_id, doc_id, personality, cot, confidence_method)
-where m.action = 'replace';
+where m.action in ('text changed', 'failure asked again');
 
 update judgments as j
 set label = m.label, confidence = m.confidence, expected_score = m.expected_score, status = m.status,
     reason = m.reason, label_request_id = m.label_request_id, confidence_request_id = m.confidence_request_id,
     judged_at = m.judged_at, text_sha = m.text_sha, sample_request_ids = m.sample_request_ids
 from outcome_merge as m
-where m.action = 'replace' and j.run_id = m.run_id and j.query_id = m.query_id and j.doc_id = m.doc_id
+where m.action in ('text changed', 'failure asked again')
+  and j.run_id = m.run_id and j.query_id = m.query_id and j.doc_id = m.doc_id
   and j.personality = m.personality and j.cot = m.cot and j.confidence_method = m.confidence_method;
 
 insert into judgments (

@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from peras.errors import UsageError
 from peras.llm.client import LLMClient
-from peras.settings import Settings
+from peras.settings import Settings, without_userinfo
 
 EMBEDDED = "llama.cpp"
 
@@ -35,10 +34,7 @@ class Endpoint:
 
 def public_url(url: str) -> str:
     """A URL without the `user:password@` part (a key in the userinfo must never reach logs or Prefect)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return without_userinfo(url)
 
 
 @contextlib.contextmanager
@@ -58,11 +54,11 @@ def serving_endpoint(settings: Settings, backend: str | None) -> Iterator[Endpoi
 def make_client(
     settings: Settings,
     endpoint: Endpoint,
-    budget: int | None = None,
+    budget_spent: int = 0,
     on_notice: Callable[[str], None] | None = None,
 ) -> LLMClient:
     """The client a run sends through: key variable, per-URL concurrency and machine-wide slots, retries,
-    the request deadline and what is left of the run's budget."""
+    the request deadline and the run's budget (`budget_spent` of it used by the run's earlier attempts)."""
     return LLMClient(
         endpoint.base_urls,
         endpoint.model,
@@ -70,8 +66,9 @@ def make_client(
         settings.concurrency,
         settings.request_timeout_s,
         settings.max_retries,
-        budget,
+        settings.request_budget,
         slots_dir=settings.slots_dir,
         deadline_s=settings.request_deadline_s,
         on_notice=on_notice,
+        budget_spent=budget_spent,
     )

@@ -71,9 +71,13 @@ class Engine:
             await self.thread.call(self.cache.refresh)
             while self.stats.passes < MAX_PASSES:
                 self.stats.passes += 1
-                n_items = self.thread.run(plan.count, self.thread.fetch) if self.stats.passes > 1 else None
-                if n_items == 0:
-                    break
+                if self.stats.passes > 1:
+                    # Counted from here: fetch queues its query on the warehouse thread and waits, so calling it
+                    # on that thread would wait forever. Answers stored since the run began (those that outvoted
+                    # this run's at loading) are read again, so the pass derives from them instead of asking.
+                    if plan.count(self.thread.fetch) == 0:
+                        break
+                    await self.thread.call(self.cache.refresh)
                 dropped_before = self.stats.n_dropped
                 await self._one_pass(plan.items(self.thread.fetch))
                 if self.stats.n_dropped == dropped_before:
@@ -127,6 +131,7 @@ class Engine:
             self.thread.write, load_shards, self.warehouse, self.shards_root, self.identity, paths
         )
         self.stats.n_dropped += dropped
+        self.stats.n_items -= dropped  # asked again in the next pass, counted there: an item counts once
         if self.on_shard is not None:
             await self.thread.call(self.thread.write, self.on_shard, self.stats)
         return dropped
@@ -190,11 +195,21 @@ class Engine:
                 if parsed.ok:
                     break
         except RequestRejected as exc:
-            http += 1
+            http += getattr(exc, "http_requests", 1)
             self._journal_request(
                 spec, request_id, prompt_hash, None, texts, None, "refused", str(exc)[:500], http, started
             )
             raise RequestRejected(str(exc), request_id=request_id) from exc
+        except BaseException as exc:
+            # No answer (the server failed, the budget ran out, the run stopped): nothing to reuse, but what was
+            # sent is journaled as 'unanswered' (kept in llm_request_history), so a resume's budget counts it.
+            http += getattr(exc, "http_requests", 0)
+            if http:
+                reason = (str(exc) or type(exc).__name__)[:500]
+                self._journal_request(
+                    spec, request_id, prompt_hash, None, texts, None, "unanswered", reason, http, started
+                )
+            raise
         finally:
             self.stats.n_http += http
         assert result is not None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 MAX_REGENERATIONS = 4  # an unreadable answer is asked again at most this many times
 
@@ -85,6 +85,13 @@ class Plan(Protocol):
     def count(self, fetch: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]) -> int: ...
 
     def items(self, fetch: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]) -> Iterator[Any]: ...
+
+
+@runtime_checkable
+class RetryingPlan(Protocol):
+    """A plan that can also give the items whose stored outcome is a failure (a run resumed with retry_failed)."""
+
+    def with_failures(self) -> Plan: ...
 
 
 @dataclass(frozen=True)

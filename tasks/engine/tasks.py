@@ -22,7 +22,7 @@ from peras.warehouse import connect, now, open_migrated, publish_snapshot
 from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
-from tasks.engine.spec import EngineStats, Plan, RunIdentity, Stage
+from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
 from tasks.engine.store import WarehouseThread
 
 T = TypeVar("T")
@@ -91,15 +91,17 @@ def ask_all(
     when this returns, everything asked is in the warehouse.
     """
     load_shards(settings.warehouse, settings.shards, identity)
+    if retry_failed and isinstance(plan, RetryingPlan):
+        plan = plan.with_failures()  # else its failed items count as done and are never asked again
     n_items = count_pending(settings, plan)
     if n_items == 0:
         return EngineStats().as_dict()
-    budget = remaining_budget(settings, identity)
+    spent = requests_spent(settings, identity)
     progress = ProgressArtifact(identity, n_items)
     with track(f"{identity.kind} {identity.run_name}", n_items) as bar:
 
         async def run() -> EngineStats:
-            async with make_client(settings, endpoint, budget, on_notice=notice) as client:
+            async with make_client(settings, endpoint, spent, on_notice=notice) as client:
                 engine = Engine(
                     client,
                     identity,
@@ -134,20 +136,21 @@ def shard_loaded(settings: Settings, progress: ProgressArtifact, stats: EngineSt
     publish_snapshot(settings, throttled=True)
 
 
-def remaining_budget(settings: Settings, identity: RunIdentity) -> int | None:
-    """What is left of the run-wide request budget, counting every HTTP request of earlier attempts."""
+def requests_spent(settings: Settings, identity: RunIdentity) -> int:
+    """HTTP requests the run's earlier attempts sent, answered or not: the run-wide budget counts from here."""
     if settings.request_budget is None:
-        return None
+        return 0
     with connect(settings.warehouse, read_only=True) as con:
-        used = int(run_sql(con, "engine/select_http_requests", {"run_id": identity.run_id}).fetchone()[0])
-    return max(0, settings.request_budget - used)
+        return int(run_sql(con, "engine/select_http_requests", {"run_id": identity.run_id}).fetchone()[0])
 
 
 def notice(message: str) -> None:
     """A long wait the user should know about: in the flow log and on the terminal."""
     with contextlib.suppress(Exception):
         get_run_logger().warning(message)
-    print(f"{message}", file=sys.stderr, flush=True)
+    # Not print(): flows run with log_prints, which turns print() into a log record the terminal never shows.
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 class ProgressArtifact:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peras.errors import RequestRejected
@@ -93,6 +93,7 @@ class JudgePlan:
     """The items of a run not yet judged on the current texts, in prefix-sharing order, streamed per group.
 
     Groups are (personality, CoT setting, method): prompts of a group share their system and rubric prefix.
+    With `with_failures`, items whose stored judgment is a failure are planned again (retry_failed).
     """
 
     run_id: str
@@ -100,6 +101,11 @@ class JudgePlan:
     personalities: list[str]
     cot_settings: list[bool]
     methods: list[str]
+    failures_pending: bool = False
+
+    def with_failures(self) -> JudgePlan:
+        """The same plan, with the items whose stored judgment failed (unreadable, refused) to do again."""
+        return replace(self, failures_pending=True)
 
     def groups(self) -> Iterator[tuple[str, bool, str]]:
         """Personality, then setting, then method."""
@@ -109,13 +115,16 @@ class JudgePlan:
                     yield personality, cot, method
 
     def done(self, fetch: Fetch, personality: str, cot: bool, method: str) -> set[tuple[str, str]]:
-        """Pairs of the group with a stored judgment made on the texts as they are now."""
+        """Pairs of the group with a stored judgment made on the texts as they are now (and that did not fail,
+        when failures are to be done again)."""
         params = {"run_id": self.run_id, "personality": personality, "cot": cot, "confidence_method": method}
         rows = fetch("judge/select_done_pairs", params)
         return {
             (query_id, doc_id)
-            for query_id, doc_id, text_sha in rows
-            if (pair := self.pairs.get((query_id, doc_id))) is not None and text_sha in (None, pair.text_sha)
+            for query_id, doc_id, text_sha, status in rows
+            if (pair := self.pairs.get((query_id, doc_id))) is not None
+            and text_sha in (None, pair.text_sha)
+            and not (self.failures_pending and status != "ok")
         }
 
     def count(self, fetch: Fetch) -> int:

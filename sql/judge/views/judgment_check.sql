@@ -10,6 +10,15 @@ with judged as (
     select * from query_table(source_table)
 ),
 
+-- A failure stays derivable when its request has since been asked again and its answer replaced: the failure
+-- the judgment's run was given is kept in llm_request_history ('failure re-asked').
+failed_before as (
+    select request_id, run_id, bool_or(parse_status = 'refused') as was_refused
+    from llm_request_history
+    where why = 'failure re-asked'
+    group by all
+),
+
 votes as (
     select
         j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method,
@@ -29,9 +38,11 @@ checked as (
             when lr.request_id is null and j.status <> 'error' then 'its label request is not stored'
             when j.status = 'error' then case
                 when coalesce(lr.parse_status, '') <> 'refused' and coalesce(cr.parse_status, '') <> 'refused'
+                     and not coalesce(lf.was_refused, false) and not coalesce(cf.was_refused, false)
                     then 'an error, but no stored request was refused'
             end
             when j.status = 'label_parse_failure' and j.confidence_method <> 'sampling' and lr.parse_status = 'ok'
+                 and lf.request_id is null
                 then 'a label failure, but its label request reads'
             when j.label is not null and j.confidence_method <> 'sampling'
                  and (lr.parse_status <> 'ok' or lr.parsed_value is distinct from j.label)
@@ -40,7 +51,7 @@ checked as (
                  and (cr.request_id is null or cr.parse_status <> 'ok' or cr.parsed_value is distinct from j.confidence)
                 then format('confidence {} but its request reads {}', j.confidence, cr.parsed_value)
             when j.confidence_method = 'verbalized' and j.status = 'confidence_parse_failure'
-                 and (cr.request_id is null or cr.parse_status = 'ok')
+                 and (cr.request_id is null or cr.parse_status = 'ok') and cf.request_id is null
                 then 'a confidence failure, but its confidence request reads (or is not stored)'
             when j.confidence_method = 'sampling' and j.status = 'ok'
                  and (v.n_found is distinct from v.n_votes
@@ -50,6 +61,8 @@ checked as (
     from judged as j
     left join llm_requests as lr on lr.request_id = j.label_request_id
     left join llm_requests as cr on cr.request_id = j.confidence_request_id
+    left join failed_before as lf on lf.request_id = j.label_request_id and lf.run_id = j.run_id
+    left join failed_before as cf on cf.request_id = j.confidence_request_id and cf.run_id = j.run_id
     left join votes as v
         on v.run_id = j.run_id and v.query_id = j.query_id and v.doc_id = j.doc_id
        and v.personality = j.personality and v.cot = j.cot and v.confidence_method = j.confidence_method
