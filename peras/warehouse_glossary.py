@@ -196,7 +196,8 @@ GLOSSARY: dict[str, str] = {
     "llm_request_history.request_id": "the llm_requests row this answer was given for",
     "llm_request_history.raw_text": "the answer that was parsed (last attempt), as in llm_requests.raw_text",
     "llm_request_history.attempt_texts": "every attempt's raw text, in order (JSON)",
-    "llm_request_history.parse_status": "'ok', 'parse_failure' or 'refused' (the endpoint refused the request)",
+    "llm_request_history.parse_status": "'ok', 'parse_failure', 'refused' (the endpoint refused the request) or "
+    "'unanswered' (sent, no answer: counted against the run's request budget, never reused)",
     "http_requests": "HTTP requests the answer cost, retries included",
     "prompt_tokens": "tokens in the prompt, as the server reported",
     "completion_tokens": "tokens generated",

@@ -25,7 +25,7 @@ create table if not exists llm_request_history (
     http_requests       integer,
     created_at          timestamp not null,
     replaced_at         timestamp not null,
-    why                 varchar not null       -- 'failure re-asked', 'duplicate answer (kept the stored one)'
+    why                 varchar not null       -- 'failure re-asked', 'duplicate answer (the stored one is kept)', 'no answer (the request failed)'
 );
 
 alter table judgments add column if not exists text_sha varchar;             -- of the query and passage texts
@@ -46,7 +46,7 @@ create table if not exists judgment_history (
     text_sha                varchar,
     judged_at               timestamp not null,
     replaced_at             timestamp not null,
-    why                     varchar not null   -- 'text changed'
+    why                     varchar not null   -- 'text changed', 'failure asked again'
 );
 
 alter table judge_runs add column if not exists status_reason varchar;     -- why a run failed
