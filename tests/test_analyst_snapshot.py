@@ -176,3 +176,27 @@ def test_no_snapshot_when_the_setting_is_off(capsys, settings, monkeypatch):
     monkeypatch.setenv("PERAS_ANALYST_SNAPSHOT", "false")
     ingest_sample(capsys, settings)
     assert settings.warehouse.exists() and not snapshot_path(settings.warehouse).exists()
+
+
+def test_an_analyst_connection_open_during_a_judge_run_blocks_nothing(capsys, settings):
+    # The analyst keeps a notebook connection open on the snapshot for the whole run; the run loads its shards,
+    # publishes, refreshes the snapshot; the analyst sees the run after reconnecting.
+    from flows.judge import judge
+    from tests.support.fake_openai import FakeOpenAI, instant
+
+    ingest_sample(capsys, settings)
+    analyst, first = start(ANALYST, snapshot_path(settings.warehouse))
+    assert first == "1 0"
+    try:
+        with FakeOpenAI(instant) as server:
+            settings.base_urls, settings.model = [server.base_url], "fake-model"
+            result = judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=5,
+                           chunk_size=2, settings=settings)
+        assert result["n_planned"] == 5
+        assert analyst.stdin is not None and analyst.stdout is not None
+        analyst.stdin.write("\n")
+        analyst.stdin.flush()
+        assert [analyst.stdout.readline().strip() for _ in range(2)] == ["1 0", "1 1"]
+    finally:
+        analyst.kill()
+        analyst.wait()

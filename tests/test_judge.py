@@ -398,3 +398,17 @@ def test_a_run_asked_another_way_names_the_setting_and_both_values(sample):
         "run 'r' was made with confidence_methods = [\"verbalized\"], this call asks [\"logprob\"]"
     )
     assert "--run-name, or the run_name parameter of a deployment" in str(raised.value)
+
+
+def test_a_judge_run_shows_its_progress_as_a_prefect_artifact(sample):
+    # Deployment runs are watched in the Prefect UI: the run's progress artifact is updated as shards load.
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with FakeOpenAI(instant) as server:
+        result = judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=6, chunk_size=2,
+                       settings=use(sample, server))
+    key = f"judge-progress-{result['run_id']}"
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+    assert [(a.type, a.data) for a in found] == [("progress", 100.0)]
