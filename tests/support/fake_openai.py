@@ -15,7 +15,8 @@ A responder is a callable `responder(request_json) -> reply`, run on the server'
 - a `Fault`: an HTTP error status (with Retry-After and body), a delay, or a dropped connection.
 
 Standalone, for benchmarks: `python -m tests.support.fake_openai --port 8999` serves the "instant"
-responder until interrupted.
+responder until interrupted. Fault injection (`Chaos`, `chaotic`): `--fail-500 0.05 --fail-429 0.05 --garbage 0.2
+--random-answers --seed 1 --stats-file counts.json` and the like (`--help`); the counts are written on SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,13 +27,15 @@ import contextlib
 import json
 import math
 import random
+import signal
 import subprocess
 import sys
 import time
 import zlib
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from peras.paths import PROJECT_ROOT
@@ -259,9 +262,12 @@ def _synthetic_logprobs(text: str, top_n: int) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def fake_openai_process(port: int = 0, model: str = DEFAULT_MODEL) -> Iterator[str]:
-    """The "instant" server in a child process (its own GIL, for benchmarks); yields the base URL."""
-    command = [sys.executable, "-m", "tests.support.fake_openai", "--port", str(port), "--model", model]
+def fake_openai_process(port: int = 0, model: str = DEFAULT_MODEL, *flags: str) -> Iterator[str]:
+    """The "instant" server in a child process (its own GIL, for benchmarks); yields the base URL.
+
+    `flags`: more command-line options, e.g. `Chaos(...).flags()`.
+    """
+    command = [sys.executable, "-m", "tests.support.fake_openai", "--port", str(port), "--model", model, *flags]
     # Run from the directory holding the package, so it imports whether installed or checked out.
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT) as process:
         try:
@@ -293,6 +299,91 @@ def _uniform_latency(low_ms: float, high_ms: float, seed: int = 0) -> Responder:
     return respond
 
 
+GARBAGE = ("I cannot help with that.", "no idea", "???", "")  # chaotic's unreadable answers: no label, no confidence
+
+
+@dataclass(frozen=True, slots=True)
+class Chaos:
+    """Fault injection: the share of chat requests that fail or misbehave, each drawn per request."""
+
+    fail_500: float = 0.0
+    fail_429: float = 0.0  # with Retry-After: retry_after_s
+    retry_after_s: float = 0.2
+    fail_400: float = 0.0  # the request is refused (what a context-length error looks like)
+    drop: float = 0.0  # the connection is closed without an answer
+    garbage: float = 0.0  # an unreadable answer (GARBAGE)
+    slow: float = 0.0  # the answer comes after slow_s
+    slow_s: float = 1.0
+    random_answers: bool = False  # a random label or confidence on every call, instead of the stable one
+
+    def flags(self) -> list[str]:
+        """These settings as command-line options of the standalone server."""
+        out = ["--random-answers"] if self.random_answers else []
+        for item in fields(self):
+            if item.name != "random_answers":
+                out += [f"--{item.name.replace('_', '-')}", str(getattr(self, item.name))]
+        return out
+
+
+def chaotic(chaos: Chaos, seed: int = 0, counts: Counter[str] | None = None, base: Responder = instant) -> Responder:
+    """`base` with faults injected (seeded), counting in `counts` what each request got."""
+    draw = random.Random(seed)
+    counts = Counter() if counts is None else counts
+
+    def respond(request: dict[str, Any]) -> str | list[str] | Reply | Fault:
+        counts["requests"] += 1
+        roll = draw.random()
+        for status, share in ((500, chaos.fail_500), (429, chaos.fail_429), (400, chaos.fail_400)):
+            if roll < share:
+                counts[f"http_{status}"] += 1
+                retry_after = chaos.retry_after_s if status == 429 else None
+                return Fault(status, retry_after=retry_after, body={"error": {"message": f"chaos {status}"}})
+            roll -= share
+        if roll < chaos.drop:
+            counts["dropped"] += 1
+            return Fault(drop=True)
+        delay = 0.0
+        if draw.random() < chaos.slow:
+            counts["slow"] += 1
+            delay = chaos.slow_s
+        if draw.random() < chaos.garbage:
+            counts["garbage"] += 1
+            return Reply(draw.choice(GARBAGE), delay_s=delay)
+        counts["answered"] += 1
+        reply = _random_answer(request, draw) if chaos.random_answers else base(request)
+        if isinstance(reply, Fault):
+            return reply
+        reply = reply if isinstance(reply, Reply) else Reply(reply)
+        return Reply(reply.texts, reply.delay_s + delay, reply.finish_reason, reply.logprobs, reply.usage, reply.extra)
+
+    return respond
+
+
+def _random_answer(request: dict[str, Any], draw: random.Random) -> str:
+    """A label 0-3, or a confidence 0-100 for a confidence prompt, drawn anew on every call."""
+    content = str((request.get("messages") or [{}])[-1].get("content", ""))
+    return str(draw.randint(0, 100)) if "please give a confidence score" in content else str(draw.randint(0, 3))
+
+
+def _serve(server: FakeOpenAI, on_exit: Callable[[], None] | None) -> None:
+    """Serve until interrupted; with `on_exit`, SIGTERM stops the server too and `on_exit` runs last."""
+
+    async def serve() -> None:
+        if on_exit is not None:
+            task = asyncio.current_task()
+            assert task is not None
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await server.serve_forever(lambda url: print(url, flush=True))
+
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve())
+    finally:
+        if on_exit is not None:
+            on_exit()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the "instant" responder until interrupted; print the base URL first."""
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (instant responder).")
@@ -302,13 +393,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer (a slow model)")
     parser.add_argument("--latency", type=float, nargs=2, metavar=("MIN_MS", "MAX_MS"),
                         help="answer after a latency drawn uniformly between MIN_MS and MAX_MS (a GPU server)")
+    faults = parser.add_argument_group("fault injection (see Chaos; shares of requests, drawn per request)")
+    for item in fields(Chaos):
+        if item.name != "random_answers":
+            faults.add_argument(f"--{item.name.replace('_', '-')}", type=float, default=item.default)
+    faults.add_argument("--random-answers", action="store_true", help="a random label or confidence on every call")
+    faults.add_argument("--seed", type=int, default=0, help="of the fault draws")
+    faults.add_argument("--stats-file", type=Path, help="write what each request got (JSON counts) here on exit")
     args = parser.parse_args(argv)
     responder = instant if not args.delay else _delayed(args.delay)
     if args.latency:
         responder = _uniform_latency(*args.latency)
+    chaos = Chaos(**{item.name: getattr(args, item.name) for item in fields(Chaos)})
+    counts: Counter[str] = Counter()
+    if chaos != Chaos():
+        responder = chaotic(chaos, args.seed, counts, base=responder)
     server = FakeOpenAI(responder, models=args.models, port=args.port, record=False)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(server.serve_forever(lambda url: print(url, flush=True)))
+    stats_file = args.stats_file
+    _serve(server, None if stats_file is None else lambda: stats_file.write_text(json.dumps(dict(counts))))
 
 
 if __name__ == "__main__":
