@@ -122,7 +122,10 @@ async def bare_loop(base_url: str, model: str, jobs: list[Job], concurrency: int
 
     async def ask(messages: list[dict[str, str]], params: dict[str, Any]) -> str:
         response = await client.chat.completions.create(
-            model=model, messages=messages, extra_body=extra, **params  # type: ignore[arg-type]
+            model=model,
+            messages=messages,
+            extra_body=extra,
+            **params,  # type: ignore[arg-type]
         )
         timings = (response.model_extra or {}).get("timings") or {}
         stats.requests += 1
@@ -135,11 +138,13 @@ async def bare_loop(base_url: str, model: str, jobs: list[Job], concurrency: int
 
     async def judge(job: Job) -> None:
         async with gate:
-            label = parse_label(await ask(build_label_messages(job.personality, job.query, job.passage, False),
-                                          label_params), cot=False).value
+            label = parse_label(
+                await ask(build_label_messages(job.personality, job.query, job.passage, False), label_params), cot=False
+            ).value
             if label is not None:
-                text = await ask(build_confidence_messages(job.personality, job.query, job.passage, int(label)),
-                                 confidence_params)
+                text = await ask(
+                    build_confidence_messages(job.personality, job.query, job.passage, int(label)), confidence_params
+                )
                 parse_confidence(text)
             stats.labels.append(None if label is None else int(label))
             stats.judgments += 1
@@ -161,8 +166,10 @@ def ceiling(jobs: list[Job]) -> LoopStats:
 @contextlib.contextmanager
 def sample_warehouse() -> Iterator[tuple[Path, dict[str, str]]]:
     """A running Prefect server and a fresh warehouse holding the ingested sample; yields (warehouse, env)."""
-    with tempfile.TemporaryDirectory(prefix="peras-bench-") as tmp_name, \
-            prefect_server(Path(tmp_name) / "prefect") as api_url:
+    with (
+        tempfile.TemporaryDirectory(prefix="peras-bench-") as tmp_name,
+        prefect_server(Path(tmp_name) / "prefect") as api_url,
+    ):
         tmp = Path(tmp_name)
         env = peras_env(tmp / "prefect", api_url, tmp / "peras.duckdb")
         timed(peras_command("ingest", "sample"), env)
@@ -172,11 +179,19 @@ def sample_warehouse() -> Iterator[tuple[Path, dict[str, str]]]:
 def pipeline(env: dict[str, str], n_pairs: int) -> dict[str, Any]:
     """`peras judge sample --cot without` end to end, in its own process."""
     wall, cpu, output = timed(
-        peras_command("judge", "sample", "--cot", "without", "--limit-pairs", str(n_pairs),
-                      "--run-name", "bench-ceiling"), env)
+        peras_command(
+            "judge", "sample", "--cot", "without", "--limit-pairs", str(n_pairs), "--run-name", "bench-ceiling"
+        ),
+        env,
+    )
     n = 11 * n_pairs
-    return {"judgments": n, "wall_s": round(wall, 2), "cpu_s_peras": round(cpu, 2),
-            "judgments_per_s": round(n / wall, 3), "cli_output_tail": output.strip().splitlines()[-6:]}
+    return {
+        "judgments": n,
+        "wall_s": round(wall, 2),
+        "cpu_s_peras": round(cpu, 2),
+        "judgments_per_s": round(n / wall, 3),
+        "cli_output_tail": output.strip().splitlines()[-6:],
+    }
 
 
 def run(n_pairs: int = 40) -> dict[str, Any]:
@@ -191,14 +206,21 @@ def run(n_pairs: int = 40) -> dict[str, Any]:
     ratio = piped["judgments_per_s"] / bare["judgments_per_s"]
     return {
         "versions": versions(),
-        "workload": {"collection": "sample", "pairs": n_pairs, "personalities": 11, "cot": "without",
-                     "confidence_method": "verbalized", "concurrency": load_settings().concurrency,
-                     "max_tokens": EMBEDDED_MAX_TOKENS},
+        "workload": {
+            "collection": "sample",
+            "pairs": n_pairs,
+            "personalities": 11,
+            "cot": "without",
+            "confidence_method": "verbalized",
+            "concurrency": load_settings().concurrency,
+            "max_tokens": EMBEDDED_MAX_TOKENS,
+        },
         "ceiling": bare,
         "pipeline": piped,
         "ratio": round(ratio, 3),
-        "headline": [headline("pipeline / ceiling (embedded llama.cpp)", ratio, "x", f">= {TARGET_RATIO}",
-                              ratio >= TARGET_RATIO)],
+        "headline": [
+            headline("pipeline / ceiling (embedded llama.cpp)", ratio, "x", f">= {TARGET_RATIO}", ratio >= TARGET_RATIO)
+        ],
     }
 
 

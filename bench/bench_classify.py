@@ -76,8 +76,11 @@ def run() -> dict[str, Any]:
         "total_seconds": total,
         "target_seconds": TARGET_S,
         "mean_kappa": kappa,
-        "headline": [headline("classifier: 50 trials x 6 learners, 4,304 pairs", total, "s", f"<= {TARGET_S:.0f} s",
-                              total <= TARGET_S)],
+        "headline": [
+            headline(
+                "classifier: 50 trials x 6 learners, 4,304 pairs", total, "s", f"<= {TARGET_S:.0f} s", total <= TARGET_S
+            )
+        ],
     }
 
 

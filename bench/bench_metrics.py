@@ -39,11 +39,31 @@ from tests.metrics_fixtures import (  # noqa: E402
 
 N_PAIRS, N_TOPICS, REPEATS, TARGET_S, TARGET_SPEEDUP = 45_455, 50, 3, 2.0, 10.0
 QREL_SHARES = (0.45, 0.25, 0.18, 0.12)
-VIEWS = ["metrics_cells", "metrics_groups", "metrics_agreement", "metrics_confusion", "metrics_reliability",
-         "metrics_calibration", "metrics_calibration_bins", "metrics_thresholds", "metrics_threshold_curve",
-         "metrics_long", "metrics_vs_default", "metrics_oracle"]
-READS = ["agreement", "confusion", "reliability", "calibration", "calibration_bins", "thresholds", "threshold_curve",
-         "comparison", "oracle"]
+VIEWS = [
+    "metrics_cells",
+    "metrics_groups",
+    "metrics_agreement",
+    "metrics_confusion",
+    "metrics_reliability",
+    "metrics_calibration",
+    "metrics_calibration_bins",
+    "metrics_thresholds",
+    "metrics_threshold_curve",
+    "metrics_long",
+    "metrics_vs_default",
+    "metrics_oracle",
+]
+READS = [
+    "agreement",
+    "confusion",
+    "reliability",
+    "calibration",
+    "calibration_bins",
+    "thresholds",
+    "threshold_curve",
+    "comparison",
+    "oracle",
+]
 
 
 def synthetic_judgments(seed: int = 11) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -54,24 +74,32 @@ def synthetic_judgments(seed: int = 11) -> tuple[pl.DataFrame, pl.DataFrame]:
     """
     rng = np.random.default_rng(seed)
     relevance = rng.choice(4, size=N_PAIRS, p=QREL_SHARES)
-    qrels = pl.DataFrame({
-        "query_id": [f"q{i % N_TOPICS}" for i in range(N_PAIRS)],
-        "doc_id": [f"msmarco_passage_{i % 70:02d}_{i * 7919 % 10**9:09d}" for i in range(N_PAIRS)],
-        "relevance": relevance,
-    })
+    qrels = pl.DataFrame(
+        {
+            "query_id": [f"q{i % N_TOPICS}" for i in range(N_PAIRS)],
+            "doc_id": [f"msmarco_passage_{i % 70:02d}_{i * 7919 % 10**9:09d}" for i in range(N_PAIRS)],
+            "relevance": relevance,
+        }
+    )
     frames = []
     for personality in PERSONALITIES:
         for cot in (False, True):
             noisy = np.clip(np.rint(relevance + rng.normal(rng.normal(0, 0.3), 0.8, N_PAIRS)), 0, 3)
             right = noisy == relevance
             confidence = np.clip(np.rint(rng.normal(78 + 8 * right, 10)), 0, 100)
-            frames.append(pl.DataFrame({
-                "personality": personality, "cot": cot,
-                "label": np.where(rng.random(N_PAIRS) < 0.01, np.nan, noisy),
-                "confidence": np.where(rng.random(N_PAIRS) < 0.01, np.nan, confidence),
-            }).with_columns(qrels["query_id"], qrels["doc_id"]))
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "personality": personality,
+                        "cot": cot,
+                        "label": np.where(rng.random(N_PAIRS) < 0.01, np.nan, noisy),
+                        "confidence": np.where(rng.random(N_PAIRS) < 0.01, np.nan, confidence),
+                    }
+                ).with_columns(qrels["query_id"], qrels["doc_id"])
+            )
     judgments = pl.concat(frames).with_columns(
-        pl.col("label").fill_nan(None).cast(pl.Int32), pl.col("confidence").fill_nan(None))
+        pl.col("label").fill_nan(None).cast(pl.Int32), pl.col("confidence").fill_nan(None)
+    )
     return qrels, judgments
 
 
@@ -79,8 +107,10 @@ def load(con: duckdb.DuckDBPyConnection, qrels: pl.DataFrame, judgments: pl.Data
     """Insert the collection, the run and the judgments as the judge flow would."""
     con.register("bench_qrels", qrels.to_arrow())
     con.execute("insert into qrels select 'bench', query_id, doc_id, relevance, 'test' from bench_qrels")
-    con.execute("insert into judge_runs (run_id, run_name, source, task_type, collection_id, model, backend, params, "
-                "created_at) values ('bench', 'bench', 'llm', 'pointwise', 'bench', 'synthetic', 'none', '{}', now())")
+    con.execute(
+        "insert into judge_runs (run_id, run_name, source, task_type, collection_id, model, backend, params, "
+        "created_at) values ('bench', 'bench', 'llm', 'pointwise', 'bench', 'synthetic', 'none', '{}', now())"
+    )
     con.register("bench_judgments", judgments.to_arrow())
     con.execute("""insert into judgments (run_id, query_id, doc_id, personality, cot, confidence_method, label,
                    confidence, status, judged_at)
@@ -106,6 +136,7 @@ def best_of(func, repeats: int = REPEATS) -> tuple[float, float, float]:
 
 def time_views(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[float, float, float]]:
     """Each view materialised fully, on its own."""
+
     def materialise(name: str) -> None:
         con.execute(f"create or replace temp table bench_out as select * from {name}")
 
@@ -181,10 +212,20 @@ def run() -> dict[str, Any]:
         "speedup_flow_path_vs_python": round(python_total_s / flow_path[0], 1),
         "targets": {"all_views_s": TARGET_S, "speedup": TARGET_SPEEDUP},
         "headline": [
-            headline("metrics: all views over 1M judgments", all_views_s, "s", f"<= {TARGET_S:.0f} s",
-                     all_views_s <= TARGET_S),
-            headline("metrics: speed-up vs scikit-learn loop", speedup, "x", f">= {TARGET_SPEEDUP:.0f}x",
-                     speedup >= TARGET_SPEEDUP),
+            headline(
+                "metrics: all views over 1M judgments",
+                all_views_s,
+                "s",
+                f"<= {TARGET_S:.0f} s",
+                all_views_s <= TARGET_S,
+            ),
+            headline(
+                "metrics: speed-up vs scikit-learn loop",
+                speedup,
+                "x",
+                f">= {TARGET_SPEEDUP:.0f}x",
+                speedup >= TARGET_SPEEDUP,
+            ),
         ],
     }
 
@@ -193,23 +234,35 @@ def main() -> None:
     """Run, print the per-view table and the summary, write the JSON result."""
     started = machine()
     result = run()
-    views = {name: (result["views_best_s"][name], result["views_median_s"][name], result["views_cpu_s"][name])
-             for name in VIEWS}
-    print(f"{result['n_judgments']:,} judgments, 22 groups; {started['nproc']} x {started['cpu']}; "
-          f"load average {started['load_average_at_start'][0]:.1f}")
+    views = {
+        name: (result["views_best_s"][name], result["views_median_s"][name], result["views_cpu_s"][name])
+        for name in VIEWS
+    }
+    print(
+        f"{result['n_judgments']:,} judgments, 22 groups; {started['nproc']} x {started['cpu']}; "
+        f"load average {started['load_average_at_start'][0]:.1f}"
+    )
     print(f"{'view (materialised alone)':32s} {'best s':>8s} {'median s':>9s} {'cpu s':>7s}")
     for name, (best, median, cpu) in views.items():
         print(f"{name:32s} {best:8.3f} {median:9.3f} {cpu:7.3f}")
-    print(f"{'all views, each on its own':32s} {result['all_views_s']:8.3f} {'':9s} {result['all_views_cpu_s']:7.3f}"
-          f"   (target <= {TARGET_S:.0f} s)")
+    print(
+        f"{'all views, each on its own':32s} {result['all_views_s']:8.3f} {'':9s} {result['all_views_cpu_s']:7.3f}"
+        f"   (target <= {TARGET_S:.0f} s)"
+    )
     print(f"{'  of which the 9 analyst views':32s} {result['analyst_views_s']:8.3f}")
-    print(f"{'peras metrics path (1 scan)':32s} {result['flow_path_best_s']:8.3f} {'':9s} "
-          f"{result['flow_path_cpu_s']:7.3f}")
+    print(
+        f"{'peras metrics path (1 scan)':32s} {result['flow_path_best_s']:8.3f} {'':9s} "
+        f"{result['flow_path_cpu_s']:7.3f}"
+    )
     python_total_s = result["python_extract_s"] + result["python_loop_s"]
-    print(f"{'python: extract + per-group loop':32s} {python_total_s:8.3f} {'':9s} {result['python_loop_cpu_s']:7.3f}"
-          f"   ({result['python_extract_s']:.3f} extract + {result['python_loop_s']:.3f} loop)")
-    print(f"speed-up vs python: {result['speedup_all_views_vs_python']}x (every view alone), "
-          f"{result['speedup_flow_path_vs_python']}x (peras metrics path); target >= {TARGET_SPEEDUP:.0f}x")
+    print(
+        f"{'python: extract + per-group loop':32s} {python_total_s:8.3f} {'':9s} {result['python_loop_cpu_s']:7.3f}"
+        f"   ({result['python_extract_s']:.3f} extract + {result['python_loop_s']:.3f} loop)"
+    )
+    print(
+        f"speed-up vs python: {result['speedup_all_views_vs_python']}x (every view alone), "
+        f"{result['speedup_flow_path_vs_python']}x (peras metrics path); target >= {TARGET_SPEEDUP:.0f}x"
+    )
     finish("metrics", result, started)
 
 

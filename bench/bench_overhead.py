@@ -59,8 +59,18 @@ STAGES = (
 
 def judge_args(base_url: str, run_name: str) -> list[str]:
     """The judge command of the benchmark."""
-    return ["judge", COLLECTION, "--cot", "without", "--base-url", base_url, "--model", DEFAULT_MODEL,
-            "--run-name", run_name]
+    return [
+        "judge",
+        COLLECTION,
+        "--cot",
+        "without",
+        "--base-url",
+        base_url,
+        "--model",
+        DEFAULT_MODEL,
+        "--run-name",
+        run_name,
+    ]
 
 
 def count_judgments(warehouse: Path, run_name: str) -> int:
@@ -82,9 +92,13 @@ def profile_run(command: list[str], env: dict[str, str], raw: Path) -> dict[str,
     py_spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if py_spy is None:
         return {"skipped": "py-spy is not installed (pip install -e .[bench])"}
-    subprocess.run([py_spy, "record", "--gil", "--rate", str(SAMPLE_HZ), "--format", "raw", "--output", str(raw), "--",
-                    *command],
-                   env=env, capture_output=True, text=True, check=True)
+    subprocess.run(
+        [py_spy, "record", "--gil", "--rate", str(SAMPLE_HZ), "--format", "raw", "--output", str(raw), "--", *command],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return summarize_profile(raw.read_text().splitlines())
 
 
@@ -127,8 +141,11 @@ def _short(frame: str) -> str:
 
 def run(profile: bool = True, profile_out: Path = PROFILE_OUT) -> dict[str, Any]:
     """Ingest DL19, judge it against the instant server (timed), then again under py-spy; return the result."""
-    with tempfile.TemporaryDirectory(prefix="peras-bench-") as tmp_name, \
-            prefect_server(Path(tmp_name) / "prefect") as api_url, fake_openai_process() as base_url:
+    with (
+        tempfile.TemporaryDirectory(prefix="peras-bench-") as tmp_name,
+        prefect_server(Path(tmp_name) / "prefect") as api_url,
+        fake_openai_process() as base_url,
+    ):
         tmp = Path(tmp_name)
         warehouse = tmp / "timed" / "peras.duckdb"
         env = peras_env(tmp / "prefect", api_url, warehouse)
@@ -142,15 +159,25 @@ def run(profile: bool = True, profile_out: Path = PROFILE_OUT) -> dict[str, Any]
         shards = [f for f in (warehouse.parent / "shards").rglob("*") if f.is_file()]
         storage = {"warehouse_bytes": warehouse.stat().st_size, "shards_bytes": sum(f.stat().st_size for f in shards)}
         profile = (
-            profile_run(peras_command(*judge_args(base_url, "bench-overhead")),
-                        peras_env(tmp / "prefect", api_url, profiled_warehouse), profile_out)
-            if profile else {"skipped": "--no-profile"}
+            profile_run(
+                peras_command(*judge_args(base_url, "bench-overhead")),
+                peras_env(tmp / "prefect", api_url, profiled_warehouse),
+                profile_out,
+            )
+            if profile
+            else {"skipped": "--no-profile"}
         )
     rate = n / wall
     return {
         "versions": versions(),
-        "workload": {"collection": COLLECTION, "personalities": PERSONALITIES, "cot": "without",
-                     "confidence_method": "verbalized", "judgments": n, "requests": 2 * n},
+        "workload": {
+            "collection": COLLECTION,
+            "personalities": PERSONALITIES,
+            "cot": "without",
+            "confidence_method": "verbalized",
+            "judgments": n,
+            "requests": 2 * n,
+        },
         "wall_s": round(wall, 2),
         "cpu_s_peras": round(cpu, 2),
         "judgments_per_s": round(rate, 1),
@@ -158,8 +185,15 @@ def run(profile: bool = True, profile_out: Path = PROFILE_OUT) -> dict[str, Any]
         "storage_after_run": storage | {"warehouse_bytes_per_judgment": round(storage["warehouse_bytes"] / n)},
         "cli_output_tail": output.strip().splitlines()[-8:],
         "profile": profile | {"collapsed_stacks": str(profile_out)} if profile else profile,
-        "headline": [headline("pipeline overhead (instant server)", rate, "judg/s", f">= {TARGET_PER_S:,.0f} judg/s",
-                              rate >= TARGET_PER_S)],
+        "headline": [
+            headline(
+                "pipeline overhead (instant server)",
+                rate,
+                "judg/s",
+                f">= {TARGET_PER_S:,.0f} judg/s",
+                rate >= TARGET_PER_S,
+            )
+        ],
     }
 
 
@@ -170,8 +204,10 @@ def main() -> None:
     args = parser.parse_args()
     started = machine()
     result = run(profile=not args.no_profile)
-    print(f"{result['workload']['judgments']:,} judgments in {result['wall_s']} s "
-          f"({result['judgments_per_s']:,} judgments/s; peras used {result['cpu_s_peras']} CPU s)")
+    print(
+        f"{result['workload']['judgments']:,} judgments in {result['wall_s']} s "
+        f"({result['judgments_per_s']:,} judgments/s; peras used {result['cpu_s_peras']} CPU s)"
+    )
     for stage, share in result["profile"].get("stage_share", {}).items():
         print(f"  {share:6.1%}  {stage}")
     finish("overhead", result, started)

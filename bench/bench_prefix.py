@@ -38,8 +38,13 @@ def run(n_pairs: int = 40, ordered: dict[str, Any] | None = None, warehouse: Pat
     speedup = shuffled["wall_s"] / ordered["wall_s"]
     return {
         "versions": versions(),
-        "workload": {"collection": "sample", "pairs": n_pairs, "personalities": 11, "cot": "without",
-                     "shuffle_seed": SHUFFLE_SEED},
+        "workload": {
+            "collection": "sample",
+            "pairs": n_pairs,
+            "personalities": 11,
+            "cot": "without",
+            "shuffle_seed": SHUFFLE_SEED,
+        },
         "ordered": ordered,
         "shuffled": shuffled,
         "prompt_tokens_saved_share": round(saved_tokens, 3),
@@ -59,8 +64,10 @@ def main() -> None:
     result = run(pairs)
     for name in ("ordered", "shuffled"):
         r = result[name]
-        print(f"{name:9s} wall {r['wall_s']:7.1f} s  evaluated {r['prompt_tokens_processed']:7,} tokens "
-              f"({r['prompt_s']:.1f} s)  cached {r['prompt_tokens_cached']:7,}")
+        print(
+            f"{name:9s} wall {r['wall_s']:7.1f} s  evaluated {r['prompt_tokens_processed']:7,} tokens "
+            f"({r['prompt_s']:.1f} s)  cached {r['prompt_tokens_cached']:7,}"
+        )
     finish("prefix", result, started)
 
 

@@ -84,9 +84,7 @@ class PromptTemplate:
 
 def load_personalities(extra_dir: Path | None = None) -> list[Personality]:
     """The eleven built-in conditions in canonical order, then user files from `extra_dir` by code."""
-    builtin = {
-        p.code: p for p in (_read_personality(path) for path in sorted(PERSONALITIES_DIR.glob("*.toml")))
-    }
+    builtin = {p.code: p for p in (_read_personality(path) for path in sorted(PERSONALITIES_DIR.glob("*.toml")))}
     if set(builtin) != set(CANONICAL_ORDER):
         raise InputError(
             f"built-in personalities are {sorted(builtin)}, expected {list(CANONICAL_ORDER)}",
@@ -122,9 +120,7 @@ def select_personalities(codes: list[str] | None, extra_dir: Path | None = None)
     known = {p.code for p in available}
     unknown = [code for code in codes if code not in known]
     if unknown:
-        raise UsageError(
-            f"unknown personality {', '.join(unknown)}; known: {', '.join(p.code for p in available)}"
-        )
+        raise UsageError(f"unknown personality {', '.join(unknown)}; known: {', '.join(p.code for p in available)}")
     wanted = set(codes)
     return [p for p in available if p.code in wanted]
 
@@ -142,17 +138,13 @@ def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
     used = [fname for _, fname, _, _ in string.Formatter().parse(data["template"]) if fname is not None]
     # A field like {0} or {a.b} or a stray brace would render something other than what was declared.
     if sorted(set(used)) != sorted(declared) or any(not f.isidentifier() for f in used):
-        raise InputError(
-            f"template placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path
-        )
+        raise InputError(f"template placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path)
     if data["name"] != name:
         raise InputError(f"name is {data['name']!r}, expected {name!r}", path)
     return PromptTemplate(name, data["description"], declared, data["template"], dict(data["sampling"]))
 
 
-def build_label_messages(
-    personality: Personality, query: str, document: str, cot: bool
-) -> list[dict[str, str]]:
+def build_label_messages(personality: Personality, query: str, document: str, cot: bool) -> list[dict[str, str]]:
     """The label request: personality instruction, blank line, UMBRELA (cot) or bare-integer task."""
     template = _prompt("label_cot" if cot else "label_nocot")
     return _messages(personality, template.render(query=query, document=document))
@@ -163,9 +155,7 @@ def build_confidence_messages(
 ) -> list[dict[str, str]]:
     """The post-hoc confidence request for a label the same personality gave."""
     template = _prompt("confidence")
-    return _messages(
-        personality, template.render(query=query, document=document, predicted_score=predicted_score)
-    )
+    return _messages(personality, template.render(query=query, document=document, predicted_score=predicted_score))
 
 
 def sampling_params(name: str) -> dict[str, Any]:
@@ -178,9 +168,7 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(_canonical_json(messages)).hexdigest()
 
 
-def request_hash(
-    model: str, messages: list[dict[str, str]], params: dict[str, Any], sample_index: int
-) -> str:
+def request_hash(model: str, messages: list[dict[str, str]], params: dict[str, Any], sample_index: int) -> str:
     """sha256 hex identifying one request: resending it must give the same answer at temperature 0.
 
     It is the hash of the canonical JSON of {"model", "messages", "params", "sample_index"}.
@@ -230,9 +218,7 @@ def _canonical_messages(messages: list[dict[str, str]]) -> bytes:
 
 
 def _canonical_json(value: object) -> bytes:
-    return json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8"
-    )
+    return json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
 def _normalise(value: object) -> object:
@@ -251,8 +237,7 @@ def _read_personality(path: Path) -> Personality:
     _check_keys(data, dict.fromkeys(PERSONALITY_KEYS, str), path)
     if not CODE_PATTERN.fullmatch(data["code"]):
         raise InputError(
-            f"code {data['code']!r} must be 1-32 letters, digits, '_' or '-', starting with a letter "
-            "or digit",
+            f"code {data['code']!r} must be 1-32 letters, digits, '_' or '-', starting with a letter or digit",
             path,
         )
     if data["pole"] not in POLES:

@@ -26,9 +26,7 @@ class Settings(BaseSettings):
 
     warehouse: Path = Field(Path("warehouse/peras.duckdb"), description="DuckDB warehouse file")
     data_dir: Path = Field(PROJECT_ROOT.parent / "shared" / "data", description="real collections (presets)")
-    shards_dir: Path | None = Field(
-        None, description="append-only judge shards; default: next to the warehouse"
-    )
+    shards_dir: Path | None = Field(None, description="append-only judge shards; default: next to the warehouse")
     reports_dir: Path = Field(Path("reports"), description="where `peras report` writes")
     # Analysts read a copy, so that their open connections never block a stage (peras/warehouse.py).
     analyst_snapshot: bool = Field(
@@ -44,9 +42,7 @@ class Settings(BaseSettings):
         default_factory=list, description="OpenAI-compatible base URLs; empty: embedded"
     )
     model: str | None = Field(None, description="model name sent to the endpoint")
-    api_key_env: str = Field(
-        "OPENAI_API_KEY", description="name of the environment variable holding the API key"
-    )
+    api_key_env: str = Field("OPENAI_API_KEY", description="name of the environment variable holding the API key")
     concurrency: int = Field(8, ge=1, description="requests in flight per endpoint")
     request_timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(6, ge=0, description="retries on timeouts, 5xx and 429")
@@ -57,14 +53,10 @@ class Settings(BaseSettings):
     endpoint_slots_dir: Path | None = Field(
         None, description="per-URL request slots shared by every run on this machine; default: <local cache>/slots"
     )
-    max_parse_failure_share: float = Field(
-        0.05, ge=0, le=1, description="judge gate threshold per personality"
-    )
+    max_parse_failure_share: float = Field(0.05, ge=0, le=1, description="judge gate threshold per personality")
 
     # Embedded local model (llama.cpp server started by peras).
-    local_cache_dir: Path = Field(
-        Path(os.path.expanduser("~/.cache/peras")), description="built server, weights"
-    )
+    local_cache_dir: Path = Field(Path(os.path.expanduser("~/.cache/peras")), description="built server, weights")
     # One slot: on 2 cores two slots share the same arithmetic and evaluate prompts ~1.1-1.5x slower overall.
     local_parallel: int = Field(1, ge=1, description="llama-server parallel slots")
     local_ctx: int = Field(8192, ge=512, description="llama-server context size (shared by slots)")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run every check: ruff, mypy, then the whole test suite.
+# Set up (if needed) and run every check: ruff (lint and format), mypy, then the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/ruff check peras flows tasks tests bench
+.venv/bin/ruff check peras flows tasks tests bench cli
+.venv/bin/ruff format --check peras flows tasks tests bench cli
 .venv/bin/mypy
 .venv/bin/pytest -q -p no:cacheprovider "$@"

@@ -24,9 +24,7 @@ N_PAIRS = 240
 def synthetic_pairs(n_pairs: int = N_PAIRS, seed: int = 3) -> pl.DataFrame:
     """query_id, doc_id, relevance: 6 topics, levels 0-3 in shares 40/30/20/10 %."""
     rng = np.random.default_rng(seed)
-    relevance = np.repeat(
-        [0, 1, 2, 3], [n_pairs * 4 // 10, n_pairs * 3 // 10, n_pairs * 2 // 10, n_pairs // 10]
-    )
+    relevance = np.repeat([0, 1, 2, 3], [n_pairs * 4 // 10, n_pairs * 3 // 10, n_pairs * 2 // 10, n_pairs // 10])
     rng.shuffle(relevance)
     return pl.DataFrame(
         {
@@ -92,20 +90,14 @@ def build_synthetic_warehouse(path: Path, failures: int = 5) -> None:
         frame = judgment_rows(LLM_RUN, pairs, code, "verbalized", labels, confidence)
         if code == "HA":
             frame = frame.with_columns(
-                pl.when(pl.int_range(pl.len()) < failures)
-                .then(None)
-                .otherwise(pl.col("label"))
-                .alias("label")
+                pl.when(pl.int_range(pl.len()) < failures).then(None).otherwise(pl.col("label")).alias("label")
             )
         frames.append(frame)
     for name in IMPORTED:
         labels, _ = judge(relevance, rng, bias=0.0)
         frames.append(judgment_rows(name, pairs, "default", "none", labels, None))
     judgments = pl.concat(frames).with_columns(
-        pl.when(pl.col("label").is_null())
-        .then(pl.lit("label_parse_failure"))
-        .otherwise(pl.lit("ok"))
-        .alias("status"),
+        pl.when(pl.col("label").is_null()).then(pl.lit("label_parse_failure")).otherwise(pl.lit("ok")).alias("status"),
         pl.lit(datetime(2024, 1, 1)).alias("judged_at"),
     )
     runs = pl.DataFrame(

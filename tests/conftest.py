@@ -51,6 +51,4 @@ def settings(tmp_path: Path, shared_data: Path):
     """Settings pointing at a fresh warehouse in tmp_path and the real data directory."""
     from peras.settings import load_settings
 
-    return load_settings(
-        warehouse=tmp_path / "peras.duckdb", data_dir=shared_data, reports_dir=tmp_path / "reports"
-    )
+    return load_settings(warehouse=tmp_path / "peras.duckdb", data_dir=shared_data, reports_dir=tmp_path / "reports")

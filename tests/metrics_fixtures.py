@@ -49,13 +49,16 @@ def load_judgments(con: duckdb.DuckDBPyConnection, rows: Iterable[Judgment], col
     qrels = frame.select("query_id", "doc_id", "relevance").unique(["query_id", "doc_id"], keep="first")
     con.register("test_qrels", qrels.to_arrow())
     con.execute(
-        "insert into qrels select ?, query_id, doc_id, relevance, 'test' from test_qrels "
-        "on conflict do nothing", [collection_id])
+        "insert into qrels select ?, query_id, doc_id, relevance, 'test' from test_qrels on conflict do nothing",
+        [collection_id],
+    )
     for run_id in frame["run_id"].unique().sort():
         con.execute(
             "insert into judge_runs (run_id, run_name, source, task_type, collection_id, subset_name, model, "
             "backend, params, created_at) values (?, ?, 'llm', 'pointwise', ?, null, 'test-model', 'test', '{}', ?) "
-            "on conflict do nothing", [run_id, f"name-{run_id}", collection_id, JUDGED_AT])
+            "on conflict do nothing",
+            [run_id, f"name-{run_id}", collection_id, JUDGED_AT],
+        )
     con.register("test_judgments", frame.to_arrow())
     con.execute(
         """insert into judgments (run_id, query_id, doc_id, personality, cot, confidence_method, label, confidence,
@@ -64,7 +67,9 @@ def load_judgments(con: duckdb.DuckDBPyConnection, rows: Iterable[Judgment], col
                case when label is null then 'label_parse_failure'
                     when confidence is null then 'confidence_parse_failure' else 'ok' end,
                null, null, null, ?
-        from test_judgments""", [JUDGED_AT])
+        from test_judgments""",
+        [JUDGED_AT],
+    )
 
 
 def view(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame:
@@ -169,8 +174,17 @@ def reference_agreement(truth: np.ndarray, label: np.ndarray) -> dict[str, float
     """scikit-learn / krippendorff agreement of one group's labelled pairs."""
     if len(truth) == 0:
         return dict.fromkeys(
-            ["accuracy", "cohen_kappa", "qwk", "macro_f1", "kappa_bin_0_123", "kappa_bin_01_23",
-             "kappa_bin_012_3", "krippendorff_alpha"])
+            [
+                "accuracy",
+                "cohen_kappa",
+                "qwk",
+                "macro_f1",
+                "kappa_bin_0_123",
+                "kappa_bin_01_23",
+                "kappa_bin_012_3",
+                "krippendorff_alpha",
+            ]
+        )
     out: dict[str, float | None] = {
         "accuracy": float(accuracy_score(truth, label)),
         "cohen_kappa": _none_if_nan(_quiet(cohen_kappa_score, truth, label)),
@@ -181,8 +195,9 @@ def reference_agreement(truth: np.ndarray, label: np.ndarray) -> dict[str, float
     for name, cut in (("kappa_bin_0_123", 1), ("kappa_bin_01_23", 2), ("kappa_bin_012_3", 3)):
         out[name] = _none_if_nan(_quiet(cohen_kappa_score, truth >= cut, label >= cut))
     try:
-        out["krippendorff_alpha"] = float(krippendorff.alpha(
-            reliability_data=np.vstack([truth, label]).astype(float), level_of_measurement="ordinal"))
+        out["krippendorff_alpha"] = float(
+            krippendorff.alpha(reliability_data=np.vstack([truth, label]).astype(float), level_of_measurement="ordinal")
+        )
     except ValueError:  # one value in the domain: the package refuses, the view returns null
         out["krippendorff_alpha"] = None
     return out
@@ -221,8 +236,23 @@ def _binned_error(correct: np.ndarray, p: np.ndarray, bins: np.ndarray) -> tuple
 
 def reference_calibration(correct: np.ndarray, confidence: np.ndarray, eps: float = 0.1) -> dict[str, float | None]:
     """ECE, ACE, MCE, Brier, NLL and TH-Score in NumPy, from the definitions in docs/metrics.md."""
-    keys = ["accuracy", "mean_p", "ece", "ace", "n_ace_bins", "mce", "brier", "nll", "th_score",
-            "th_n_high", "th_acc_high", "th_share_high", "th_n_low", "th_acc_low", "th_share_low"]
+    keys = [
+        "accuracy",
+        "mean_p",
+        "ece",
+        "ace",
+        "n_ace_bins",
+        "mce",
+        "brier",
+        "nll",
+        "th_score",
+        "th_n_high",
+        "th_acc_high",
+        "th_share_high",
+        "th_n_low",
+        "th_acc_low",
+        "th_share_low",
+    ]
     n = len(confidence)
     if n == 0:
         return dict.fromkeys(keys)
@@ -266,8 +296,16 @@ def reference_calibration(correct: np.ndarray, confidence: np.ndarray, eps: floa
 def reference_thresholds(correct: np.ndarray, confidence: np.ndarray, threshold: float = 80) -> dict[str, float | None]:
     """Accuracy and coverage at and above a confidence threshold, and below it."""
     if len(confidence) == 0:
-        return dict.fromkeys(["accuracy_all", "n_confident", "accuracy_confident", "coverage_confident",
-                              "n_unconfident", "accuracy_unconfident"])
+        return dict.fromkeys(
+            [
+                "accuracy_all",
+                "n_confident",
+                "accuracy_confident",
+                "coverage_confident",
+                "n_unconfident",
+                "accuracy_unconfident",
+            ]
+        )
     above = confidence >= threshold
     return {
         "accuracy_all": float(correct.mean()),
@@ -285,4 +323,5 @@ def assert_close(actual: object, expected: object, where: str, tol: float = 1e-9
         assert actual is None and expected is None, f"{where}: view {actual!r}, reference {expected!r}"
         return
     assert math.isclose(float(actual), float(expected), rel_tol=tol, abs_tol=tol), (
-        f"{where}: view {actual!r}, reference {expected!r}")
+        f"{where}: view {actual!r}, reference {expected!r}"
+    )

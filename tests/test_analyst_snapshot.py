@@ -190,8 +190,14 @@ def test_an_analyst_connection_open_during_a_judge_run_blocks_nothing(capsys, se
     try:
         with FakeOpenAI(instant) as server:
             settings.base_urls, settings.model = [server.base_url], "fake-model"
-            result = judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=5,
-                           chunk_size=2, settings=settings)
+            result = judge(
+                collection="sample",
+                personalities=["default"],
+                cot=[False],
+                limit_pairs=5,
+                chunk_size=2,
+                settings=settings,
+            )
         assert result["n_planned"] == 5
         assert analyst.stdin is not None and analyst.stdout is not None
         analyst.stdin.write("\n")

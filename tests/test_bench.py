@@ -46,5 +46,6 @@ def test_result_file_records_machine_date_and_headline(tmp_path: Path, monkeypat
     assert payload["benchmark"] == "overhead"
     assert payload["machine"]["nproc"] == started["nproc"]
     assert len(payload["machine"]["load_average_at_end"]) == 3
-    assert payload["headline"] == [{"measure": "pipeline overhead", "value": 1971.14, "unit": "judg/s",
-                                    "target": ">= 1,000 judg/s", "met": True}]
+    assert payload["headline"] == [
+        {"measure": "pipeline overhead", "value": 1971.14, "unit": "judg/s", "target": ">= 1,000 judg/s", "met": True}
+    ]

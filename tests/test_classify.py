@@ -31,9 +31,7 @@ def test_score_exact_values():
 
 def test_score_counts_never_predicted_levels_in_macro_f1():
     # Level 3 is never predicted: its F1 is 0 and still averaged in.
-    assert score(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 2]))["f1"] == pytest.approx(
-        (1 + 1 + 2 / 3 + 0) / 4
-    )
+    assert score(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 2]))["f1"] == pytest.approx((1 + 1 + 2 / 3 + 0) / 4)
 
 
 def test_draw_splits_is_stratified_disjoint_and_sorted():

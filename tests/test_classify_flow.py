@@ -63,9 +63,7 @@ def test_personalities_flow_publishes_trials_summary_and_artifact(synth):
     majority = [value for t in trials if t[2] == "vote_majority" for value in t[4:7]]
     assert majority == pytest.approx([v for trial in EXPECTED_MAJORITY for v in trial], abs=1e-12)
 
-    summary = query(
-        synth, "select learner, kappa_mean, kappa_sd, n_trials from clf_summary where learner = 'rf'"
-    )
+    summary = query(synth, "select learner, kappa_mean, kappa_sd, n_trials from clf_summary where learner = 'rf'")
     rf = [t[4] for t in trials if t[2] == "rf"]
     assert summary == [("rf", pytest.approx(np.mean(rf)), pytest.approx(np.std(rf, ddof=1)), 3)]
     assert query(synth, "select n_pairs, n_excluded, n_trials, base_seed, feature_mode from clf_runs") == [
@@ -74,9 +72,7 @@ def test_personalities_flow_publishes_trials_summary_and_artifact(synth):
 
     with get_client(sync_client=True) as client:
         artifacts = client.read_artifacts(
-            artifact_filter=ArtifactFilter(
-                flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])
-            )
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id]))
         )
     assert [a.key for a in artifacts] == ["classify-table"]
     assert "| Entropy-weighted vote |" in artifacts[0].data

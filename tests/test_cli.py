@@ -35,7 +35,8 @@ def test_bad_setting_is_a_usage_error(capsys, monkeypatch):
     result = run_cli(capsys, "ingest", "sample")
     assert result.exit_code == 2
     assert result.err.strip() == (
-        "error: bad setting concurrency: Input should be a valid integer, unable to parse string as an integer")
+        "error: bad setting concurrency: Input should be a valid integer, unable to parse string as an integer"
+    )
 
 
 def test_missing_config_file_is_a_usage_error(capsys, tmp_path):

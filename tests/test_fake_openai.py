@@ -37,19 +37,14 @@ def test_instant_label_and_confidence_answers() -> None:
 
 def test_instant_answers_vary_across_prompts() -> None:
     default = load_personalities()[0]
-    answers = {
-        instant({"messages": build_label_messages(default, f"q{i}", "d", cot=True)}) for i in range(40)
-    }
+    answers = {instant({"messages": build_label_messages(default, f"q{i}", "d", cot=True)}) for i in range(40)}
     assert answers == {"0", "1", "2", "3"}
 
 
 def test_unknown_model_is_404() -> None:
     with FakeOpenAI() as server, pytest.raises(BackendError) as caught:
         asyncio.run(ask(server.base_url, [{"role": "user", "content": "x"}], model="gpt-9"))
-    assert (
-        str(caught.value)
-        == f"{server.base_url} rejected the request: HTTP 404: The model `gpt-9` does not exist."
-    )
+    assert str(caught.value) == f"{server.base_url} rejected the request: HTTP 404: The model `gpt-9` does not exist."
 
 
 @pytest.mark.parametrize(

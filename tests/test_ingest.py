@@ -49,9 +49,7 @@ def test_real_collection_counts(settings, preset, n_pairs, n_queries, n_passages
     for qrel in (first, last):
         if qrel:
             query_id, doc_id, relevance = qrel
-            got = rows(
-                settings, f"select relevance from qrels where query_id = '{query_id}' and doc_id = '{doc_id}'"
-            )
+            got = rows(settings, f"select relevance from qrels where query_id = '{query_id}' and doc_id = '{doc_id}'")
             assert got == [(relevance,)]
     files = rows(settings, "select role, n_records, length(sha256) from ingest_files order by role")
     assert all(length == 64 for _, _, length in files)
@@ -59,9 +57,10 @@ def test_real_collection_counts(settings, preset, n_pairs, n_queries, n_passages
 
 def test_llmjudge_keeps_dev_and_test_apart(settings):
     ingest(preset="llmjudge", settings=settings)
-    assert rows(
-        settings, "select qrels_set, count(*), count(distinct query_id) from qrels group by 1 order by 1"
-    ) == [("dev", 7263, 25), ("test", 4423, 25)]
+    assert rows(settings, "select qrels_set, count(*), count(distinct query_id) from qrels group by 1 order by 1") == [
+        ("dev", 7263, 25),
+        ("test", 4423, 25),
+    ]
     assert rows(settings, "select subset_name, n_topics, n_pairs from subsets order by 1") == [
         ("balanced", 21, 6493),
         ("dev", 25, 7263),
@@ -112,9 +111,7 @@ def custom_files(tmp_path: Path, gz: bool = False) -> dict[str, Path]:
 
 def test_changed_files_replace_the_collection(settings, tmp_path):
     files = custom_files(tmp_path, gz=True)
-    args = dict(
-        name="mine", queries=str(files["queries"]), passages=str(files["passages"]), settings=settings
-    )
+    args = dict(name="mine", queries=str(files["queries"]), passages=str(files["passages"]), settings=settings)
     ingest(qrels=[str(files["qrels"])], **args)
     text = gzip.decompress(files["qrels"].read_bytes()).decode().replace("s1 0 e1 3", "s1 0 e1 2")
     files["qrels"].write_bytes(gzip.compress(text.encode()))
@@ -141,8 +138,20 @@ def test_msmarco_tsv_passages_split_on_first_tab(settings, tmp_path):
 
 def ingest_cli(capsys: pytest.CaptureFixture[str], settings, files: dict[str, Path]):
     """`peras ingest` of user files (qrels, queries, passages) into the test warehouse, as a user types it."""
-    return run_cli(capsys, "ingest", "--warehouse", str(settings.warehouse), "--name", "mine", "--qrels",
-                   str(files["qrels"]), "--queries", str(files["queries"]), "--passages", str(files["passages"]))
+    return run_cli(
+        capsys,
+        "ingest",
+        "--warehouse",
+        str(settings.warehouse),
+        "--name",
+        "mine",
+        "--qrels",
+        str(files["qrels"]),
+        "--queries",
+        str(files["queries"]),
+        "--passages",
+        str(files["passages"]),
+    )
 
 
 BAD_QRELS = [
@@ -279,8 +288,15 @@ def test_utf8_bom_in_imported_judgments_keeps_the_first_pair(settings, tmp_path,
     run = tmp_path / "run.txt"
     run.write_bytes(BOM + b"s1 0 e1 3\ns1 0 e2 2\n")
     result = run_cli(
-        capsys, "import-judgments", str(run), "--name", "bom", "--collection", "sample",
-        "--warehouse", str(settings.warehouse),
+        capsys,
+        "import-judgments",
+        str(run),
+        "--name",
+        "bom",
+        "--collection",
+        "sample",
+        "--warehouse",
+        str(settings.warehouse),
     )
     assert (result.exit_code, result.err) == (0, "")
     assert "pairs not in the qrels" not in result.out

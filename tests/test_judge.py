@@ -80,9 +80,7 @@ def use(settings, server: FakeOpenAI, model: str = "fake-model"):
 
 
 def test_prompts_are_verbatim_and_params_recorded(sample):
-    with FakeOpenAI(
-        lambda request: "3" if "relevance score is" not in str(request["messages"]) else "90"
-    ) as server:
+    with FakeOpenAI(lambda request: "3" if "relevance score is" not in str(request["messages"]) else "90") as server:
         judge(
             collection="sample",
             personalities=["HA"],
@@ -103,9 +101,7 @@ def test_prompts_are_verbatim_and_params_recorded(sample):
 
 
 def test_default_personality_has_no_instruction(sample):
-    with FakeOpenAI(
-        lambda request: "1" if "relevance score is" not in str(request["messages"]) else "50"
-    ) as server:
+    with FakeOpenAI(lambda request: "1" if "relevance score is" not in str(request["messages"]) else "50") as server:
         judge(
             collection="sample",
             personalities=["default"],
@@ -149,9 +145,7 @@ def test_cot_answers_parse_by_the_documented_rule(sample, answer, label, status)
     got = rows(sample, "select label, confidence, status from judgments")
     assert got == [(label, 85.0 if label is not None else None, status)]
     # A failed parse is regenerated 4 times (5 attempts) and stored with every raw text.
-    attempts = rows(
-        sample, "select attempts, json_array_length(attempt_texts) from llm_requests where purpose='label'"
-    )
+    attempts = rows(sample, "select attempts, json_array_length(attempt_texts) from llm_requests where purpose='label'")
     assert attempts == ([(1, 1)] if label is not None else [(5, 5)])
     assert n_requests == (2 if label is not None else 5)
 
@@ -200,9 +194,9 @@ def test_all_personalities_both_settings_and_rerun_sends_nothing(sample):
         second = judge(collection="sample", settings=use(sample, server))
         assert len(server.chat_requests) == sent
     assert (first["n_planned"], first["n_judged_now"], second["n_judged_now"]) == (880, 880, 0)
-    assert rows(
-        sample, "select count(*), count(distinct personality), count(distinct cot) from judgments"
-    ) == [(880, 11, 2)]
+    assert rows(sample, "select count(*), count(distinct personality), count(distinct cot) from judgments") == [
+        (880, 11, 2)
+    ]
     assert rows(sample, "select count(*) from stg_judgment_facts") == [(880,)]
     assert rows(sample, "select count(*) from personalities") == [(11,)]
 
@@ -225,9 +219,9 @@ def test_logprob_and_sampling_methods_side_by_side(sample):
     )
     assert got == [("logprob", 2, True, 2), ("sampling", 2, True, 2), ("verbalized", 2, True, 0)]
     # The fake server gives the chosen label 0.7 of the label mass in its top log-probabilities.
-    assert rows(
-        sample, "select distinct round(confidence, 6) from judgments where confidence_method = 'logprob'"
-    ) == [(70.0,)]
+    assert rows(sample, "select distinct round(confidence, 6) from judgments where confidence_method = 'logprob'") == [
+        (70.0,)
+    ]
 
 
 def test_parse_failures_above_threshold_fail_the_gate_and_publish_nothing(sample):
@@ -323,11 +317,7 @@ def test_kill_9_then_rerun_completes_without_loss_or_duplicates(sample, slow_ser
     shards = sample.shards
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill once some judgments are journaled
-        lines = (
-            sum(p.read_text().count("\n") for p in shards.glob("**/*.outcomes.jsonl"))
-            if shards.exists()
-            else 0
-        )
+        lines = sum(p.read_text().count("\n") for p in shards.glob("**/*.outcomes.jsonl")) if shards.exists() else 0
         if lines >= 100:
             break
         time.sleep(0.05)
@@ -355,8 +345,7 @@ def test_two_concurrent_runs_on_one_warehouse_both_complete(sample, slow_server)
         assert proc.returncode == 0, err
     assert rows(
         sample,
-        "select run_name, r.status, count(*) from judge_runs r join judgments using (run_id) "
-        "group by all order by 1",
+        "select run_name, r.status, count(*) from judge_runs r join judgments using (run_id) group by all order by 1",
     ) == [("run-a", "published", 880), ("run-b", "published", 880)]
 
 
@@ -365,37 +354,67 @@ def test_a_request_the_server_refuses_is_recorded_and_the_run_goes_on(sample):
         content = str(request["messages"])
         if "relevance score is" in content:
             return "90"
-        return Fault(400, body={"error": {"message": "context length exceeded"}}) if "e2" not in content and \
-            "Six minutes" in content else "2"
+        return (
+            Fault(400, body={"error": {"message": "context length exceeded"}})
+            if "e2" not in content and "Six minutes" in content
+            else "2"
+        )
 
     with FakeOpenAI(respond) as server:
         sample.max_parse_failure_share = 1.0
         judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=2, settings=use(sample, server))
-    got = rows(sample, "select doc_id, status, label, coalesce(reason, '') like '%HTTP 400: context length exceeded%' "
-                       "from judgments order by 1")
+    got = rows(
+        sample,
+        "select doc_id, status, label, coalesce(reason, '') like '%HTTP 400: context length exceeded%' "
+        "from judgments order by 1",
+    )
     assert got == [("e1", "error", None, True), ("e2", "ok", 2, False)]
 
 
 def test_a_limited_run_then_the_full_run_of_the_same_name_both_publish(sample):
     # A quick look (--limit-pairs, a deployment's limit_pairs parameter) must not break the nightly full run.
     with FakeOpenAI(instant) as server:
-        first = judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=3, run_name="nightly",
-                      settings=use(sample, server))
-        full = judge(collection="sample", personalities=["default", "HA"], cot=[False], run_name="nightly",
-                     settings=use(sample, server))
+        first = judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[False],
+            limit_pairs=3,
+            run_name="nightly",
+            settings=use(sample, server),
+        )
+        full = judge(
+            collection="sample",
+            personalities=["default", "HA"],
+            cot=[False],
+            run_name="nightly",
+            settings=use(sample, server),
+        )
     assert (first["n_planned"], full["n_planned"], full["n_judged_now"]) == (3, 80, 77)
     assert rows(sample, "select run_name, status from judge_runs") == [("nightly", "published")]
 
 
 def test_a_run_asked_another_way_names_the_setting_and_both_values(sample):
     with FakeOpenAI(instant) as server:
-        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=1, run_name="r",
-              settings=use(sample, server))
+        judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[False],
+            limit_pairs=1,
+            run_name="r",
+            settings=use(sample, server),
+        )
         with pytest.raises(UsageError) as raised:
-            judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=1, run_name="r",
-                  confidence_methods=["logprob"], settings=use(sample, server))
+            judge(
+                collection="sample",
+                personalities=["default"],
+                cot=[False],
+                limit_pairs=1,
+                run_name="r",
+                confidence_methods=["logprob"],
+                settings=use(sample, server),
+            )
     assert str(raised.value).startswith(
-        "run 'r' was made with confidence_methods = [\"verbalized\"], this call asks [\"logprob\"]"
+        'run \'r\' was made with confidence_methods = ["verbalized"], this call asks ["logprob"]'
     )
     assert "--run-name, or the run_name parameter of a deployment" in str(raised.value)
 
@@ -406,8 +425,14 @@ def test_a_judge_run_shows_its_progress_as_a_prefect_artifact(sample):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     with FakeOpenAI(instant) as server:
-        result = judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=6, chunk_size=2,
-                       settings=use(sample, server))
+        result = judge(
+            collection="sample",
+            personalities=["default"],
+            cot=[False],
+            limit_pairs=6,
+            chunk_size=2,
+            settings=use(sample, server),
+        )
     key = f"judge-progress-{result['run_id']}"
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))

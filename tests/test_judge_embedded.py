@@ -27,9 +27,7 @@ def test_embedded_model_judges_sample_pairs(settings):
             select count(*), count(*) filter (where status = 'ok'), min(label) >= 0 and max(label) <= 3,
                    min(confidence) >= 0 and max(confidence) <= 100, count(distinct personality), count(distinct cot)
             from judgments""").fetchone()
-        tokens = con.execute(
-            "select min(prompt_tokens) > 100, sum(cached_tokens) > 0 from llm_requests"
-        ).fetchone()
+        tokens = con.execute("select min(prompt_tokens) > 100, sum(cached_tokens) > 0 from llm_requests").fetchone()
     finally:
         con.close()
     assert got == (16, 16, True, True, 2, 2)

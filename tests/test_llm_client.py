@@ -175,21 +175,15 @@ def test_check_ready_lists_models(backend: str) -> None:
         assert run(check(fake.base_url, "fake-model")) == {fake.base_url: ["fake-model", "other"]}
         with pytest.raises(BackendError) as caught:
             run(check(fake.base_url, "llama-3"))
-    assert (
-        str(caught.value) == f"{fake.base_url} does not serve model 'llama-3'; it serves: fake-model, other"
-    )
+    assert str(caught.value) == f"{fake.base_url} does not serve model 'llama-3'; it serves: fake-model, other"
 
 
-def test_api_key_sent_but_never_shown(
-    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, backend: str
-) -> None:
+def test_api_key_sent_but_never_shown(server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     monkeypatch.setenv("PERAS_TEST_KEY", "sk-secret-123")
     server.responder = script(["2", Fault(401, body={"error": {"message": "bad key"}})])
 
     async def go() -> tuple[str, str, str]:
-        async with LLMClient(
-            [server.base_url], "fake-model", api_key_env="PERAS_TEST_KEY", backend=backend
-        ) as client:
+        async with LLMClient([server.base_url], "fake-model", api_key_env="PERAS_TEST_KEY", backend=backend) as client:
             result = await client.chat(MESSAGES)
             with pytest.raises(BackendError) as caught:
                 await client.chat(MESSAGES)
@@ -258,9 +252,7 @@ def test_concurrency_never_exceeds_bound(server: FakeOpenAI) -> None:
 
 def test_logprobs_passthrough(server: FakeOpenAI, backend: str) -> None:
     server.responder = script(["2"])
-    result = run(
-        chat_once(server.base_url, {"logprobs": True, "top_logprobs": 4, "max_tokens": 1}, backend=backend)
-    )
+    result = run(chat_once(server.base_url, {"logprobs": True, "top_logprobs": 4, "max_tokens": 1}, backend=backend))
     assert server.chat_requests[0].body["top_logprobs"] == 4
     assert result.logprobs is not None
     (token,) = result.logprobs[0]
@@ -318,9 +310,7 @@ def test_malformed_200_is_retried_then_reported(server: FakeOpenAI) -> None:
 
 
 def test_unknown_parameter_is_usage_error(server: FakeOpenAI) -> None:
-    with pytest.raises(
-        UsageError, match="^unknown request parameter top_k; put server-specific ones in extra_body$"
-    ):
+    with pytest.raises(UsageError, match="^unknown request parameter top_k; put server-specific ones in extra_body$"):
         run(chat_once(server.base_url, {"top_k": 5}))
     assert server.chat_requests == []
 

@@ -24,8 +24,16 @@ from tests.metrics_fixtures import (
 
 pytestmark = pytest.mark.core
 
-AGREEMENT_COLUMNS = ["accuracy", "cohen_kappa", "qwk", "macro_f1", "kappa_bin_0_123", "kappa_bin_01_23",
-                     "kappa_bin_012_3", "krippendorff_alpha"]
+AGREEMENT_COLUMNS = [
+    "accuracy",
+    "cohen_kappa",
+    "qwk",
+    "macro_f1",
+    "kappa_bin_0_123",
+    "kappa_bin_01_23",
+    "kappa_bin_012_3",
+    "krippendorff_alpha",
+]
 
 
 @pytest.fixture(scope="module")
@@ -66,15 +74,16 @@ def test_agreement_matches_sklearn_and_krippendorff_on_random_groups(con, groups
 # (relevance, label) pairs of one group, and what the view must say for them
 DEGENERATE = [
     # one class on both sides: kappa undefined (sklearn: nan) -> null; alpha null (krippendorff refuses)
-    ([(2, 2)] * 5, {"accuracy": 1.0, "cohen_kappa": None, "qwk": None, "krippendorff_alpha": None,
-                    "macro_f1": 1.0}),
+    ([(2, 2)] * 5, {"accuracy": 1.0, "cohen_kappa": None, "qwk": None, "krippendorff_alpha": None, "macro_f1": 1.0}),
     # a judge that always says 2 against varied qrels: kappa is defined and 0
     ([(0, 2), (1, 2), (2, 2), (3, 2)], {"accuracy": 0.25, "cohen_kappa": 0.0, "qwk": 0.0}),
     # a single pair, judged right
     ([(3, 3)], {"accuracy": 1.0, "cohen_kappa": None, "macro_f1": 1.0}),
     # perfect agreement over all levels
-    ([(0, 0), (1, 1), (2, 2), (3, 3)], {"cohen_kappa": 1.0, "qwk": 1.0, "krippendorff_alpha": 1.0,
-                                        "kappa_bin_012_3": 1.0}),
+    (
+        [(0, 0), (1, 1), (2, 2), (3, 3)],
+        {"cohen_kappa": 1.0, "qwk": 1.0, "krippendorff_alpha": 1.0, "kappa_bin_012_3": 1.0},
+    ),
     # no 3 on either side: the 012|3 cut has one class on both sides -> null
     ([(0, 0), (1, 2), (2, 1)], {"kappa_bin_012_3": None}),
     # the judge reverses the scale

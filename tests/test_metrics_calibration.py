@@ -77,7 +77,7 @@ def test_calibration_view_gives_table_4_th_scores(con, eps, acc, share, th):
     # a judge that states 100 on the high-tail judgments and 50 (in no tail) on the rest, as LLMs do
     n = 10_000
     n_high, n_hits = realise(acc, share, th, n)
-    cells = ([(1, 1, 100.0)] * n_hits + [(1, 2, 100.0)] * (n_high - n_hits) + [(1, 1, 50.0)] * (n - n_high))
+    cells = [(1, 1, 100.0)] * n_hits + [(1, 2, 100.0)] * (n_high - n_hits) + [(1, 1, 50.0)] * (n - n_high)
     clear_judgments(con)
     load_judgments(con, judgments_of([cells]))
     row = view(con, f"select * from th_score_at({eps})").row(0, named=True)
@@ -110,8 +110,13 @@ def reference_bins(correct: np.ndarray, confidence: np.ndarray) -> list[tuple[in
     out = []
     for b in range(10):
         members = bins == b
-        out.append((int(members.sum()), float(np.mean(confidence[members] / 100)) if members.any() else None,
-                    float(np.mean(correct[members])) if members.any() else None))
+        out.append(
+            (
+                int(members.sum()),
+                float(np.mean(confidence[members] / 100)) if members.any() else None,
+                float(np.mean(correct[members])) if members.any() else None,
+            )
+        )
     return out
 
 
@@ -133,11 +138,15 @@ def test_calibration_and_thresholds_match_numpy_on_random_groups(con, groups):
         for column, expected in reference_thresholds(correct, confidence, 80).items():
             assert_close(at_80[key][column], expected, f"group {index} {column}")
         if len(confidence):
-            assert_close(at_05[key]["th_score"], reference_calibration(correct, confidence, eps=0.05)["th_score"],
-                         f"group {index} th_score at 0.05")
+            assert_close(
+                at_05[key]["th_score"],
+                reference_calibration(correct, confidence, eps=0.05)["th_score"],
+                f"group {index} th_score at 0.05",
+            )
         mine = bins.filter(run_id=key[0], personality=key[1], cot=key[2], confidence_method=key[3]).sort("bin")
-        for (n, mean_p, accuracy), row in zip(reference_bins(correct, confidence), mine.iter_rows(named=True),
-                                              strict=True):
+        for (n, mean_p, accuracy), row in zip(
+            reference_bins(correct, confidence), mine.iter_rows(named=True), strict=True
+        ):
             assert row["n_judgments"] == n
             assert_close(row["mean_p"], mean_p, f"group {index} bin {row['bin']} mean_p")
             assert_close(row["accuracy"], accuracy, f"group {index} bin {row['bin']} accuracy")

@@ -31,9 +31,19 @@ def judged(settings):
             for cot in (False, True):
                 for i, rel in enumerate(relevance):
                     label = int(rel) if rng.random() < 0.6 else int(rng.integers(0, 4))
-                    rows.append(Judgment(run_id, personality, cot, "verbalized", f"q{i % 5}", f"d{i}", int(rel),
-                                         None if rng.random() < 0.03 else label,
-                                         None if rng.random() < 0.03 else float(rng.integers(40, 101))))
+                    rows.append(
+                        Judgment(
+                            run_id,
+                            personality,
+                            cot,
+                            "verbalized",
+                            f"q{i % 5}",
+                            f"d{i}",
+                            int(rel),
+                            None if rng.random() < 0.03 else label,
+                            None if rng.random() < 0.03 else float(rng.integers(40, 101)),
+                        )
+                    )
     with open_migrated(settings.warehouse) as con:
         load_judgments(con, rows)
     return settings
@@ -87,8 +97,19 @@ def test_flow_run_is_named_for_what_it_reads(judged):
 
 
 def test_cli_csv_of_one_view(judged, capsys):
-    result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--no-cot",
-                     "--view", "agreement", "--format", "csv")
+    result = run_cli(
+        capsys,
+        "metrics",
+        "--warehouse",
+        str(judged.warehouse),
+        "--run",
+        "name-r1",
+        "--no-cot",
+        "--view",
+        "agreement",
+        "--format",
+        "csv",
+    )
     assert result.exit_code == 0, result.err
     rows = list(csv.DictReader(io.StringIO(result.out)))
     assert len(rows) == 11 and rows[0]["personality"] == "default" and rows[0]["cot"] == "false"
@@ -103,19 +124,35 @@ def test_cli_json_and_csv_directory(judged, capsys, tmp_path):
     body = json.loads(result.out)
     assert list(body) == ["agreement", "reliability", "calibration", "thresholds", "comparison", "oracle"]
     assert len(body["agreement"]) == 44
-    result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--format", "csv", "--output",
-                     str(tmp_path / "out"), "--view", "confusion", "--view", "threshold-curve")
+    result = run_cli(
+        capsys,
+        "metrics",
+        "--warehouse",
+        str(judged.warehouse),
+        "--format",
+        "csv",
+        "--output",
+        str(tmp_path / "out"),
+        "--view",
+        "confusion",
+        "--view",
+        "threshold-curve",
+    )
     assert result.exit_code == 0, result.err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["confusion.csv", "threshold_curve.csv"]
     assert len((tmp_path / "out" / "confusion.csv").read_text().splitlines()) == 1 + 44 * 16
 
 
 def test_cli_table_shows_every_headline_view(judged, capsys):
-    result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--cot",
-                     "--view", "all")
+    result = run_cli(
+        capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--cot", "--view", "all"
+    )
     assert result.exit_code == 0, result.err
-    for title in ("agreement (metrics_agreement, 11 rows)", "calibration (metrics_calibration, 11 rows)",
-                  "oracle (metrics_oracle, 18 rows)"):
+    for title in (
+        "agreement (metrics_agreement, 11 rows)",
+        "calibration (metrics_calibration, 11 rows)",
+        "oracle (metrics_oracle, 18 rows)",
+    ):
         assert title in result.out
 
 
@@ -129,8 +166,10 @@ SUMMARY_ROW = ["name-w", "default", "no", "5", "0.4444", "0.6032", "0.5417", "0.
 @pytest.fixture
 def worked(settings):
     """One group: the worked example, judged by `default` without CoT."""
-    rows = [Judgment("w", "default", False, "verbalized", "q1", doc, relevance, label, confidence)
-            for doc, relevance, label, confidence in WORKED]
+    rows = [
+        Judgment("w", "default", False, "verbalized", "q1", doc, relevance, label, confidence)
+        for doc, relevance, label, confidence in WORKED
+    ]
     with open_migrated(settings.warehouse) as con:
         load_judgments(con, rows)
     return settings
@@ -144,18 +183,29 @@ def test_cli_prints_the_summary_by_default(worked, capsys):
     assert cells == [SUMMARY_HEADER, SUMMARY_ROW]
     assert "summary (metrics_summary, 1 rows)" in result.out
     assert result.out.splitlines()[-1] == (
-        "more: peras metrics --view agreement|reliability|calibration|thresholds|comparison|oracle|all")
+        "more: peras metrics --view agreement|reliability|calibration|thresholds|comparison|oracle|all"
+    )
 
 
 def test_summary_view_is_the_metric_views_joined(judged):
     frames = metrics(views=["summary"], settings=judged)
     summary = frames["summary"]
     assert list(frames) == ["summary"] and summary.height == 44
-    joined = view_frame(judged, "metrics_agreement").join(
-        view_frame(judged, "metrics_reliability").select("run_id", "personality", "cot", "confidence_method", "hmr"),
-        on=["run_id", "personality", "cot", "confidence_method"]).join(
-        view_frame(judged, "metrics_calibration").select("run_id", "personality", "cot", "confidence_method", "ece"),
-        on=["run_id", "personality", "cot", "confidence_method"])
+    joined = (
+        view_frame(judged, "metrics_agreement")
+        .join(
+            view_frame(judged, "metrics_reliability").select(
+                "run_id", "personality", "cot", "confidence_method", "hmr"
+            ),
+            on=["run_id", "personality", "cot", "confidence_method"],
+        )
+        .join(
+            view_frame(judged, "metrics_calibration").select(
+                "run_id", "personality", "cot", "confidence_method", "ece"
+            ),
+            on=["run_id", "personality", "cot", "confidence_method"],
+        )
+    )
     assert_same_rows(summary, joined.select(summary.columns))
 
 
@@ -164,32 +214,45 @@ def test_artifact_is_the_summary(worked):
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
     state = metrics(settings=worked, return_state=True)
-    assert list(state.result()) == ["summary", "agreement", "reliability", "calibration", "thresholds",
-                                    "comparison", "oracle"]
+    assert list(state.result()) == [
+        "summary",
+        "agreement",
+        "reliability",
+        "calibration",
+        "thresholds",
+        "comparison",
+        "oracle",
+    ]
     with get_client(sync_client=True) as client:
-        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
-            flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id])))
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id]))
+        )
     assert [a.key for a in artifacts] == ["metrics"]
-    assert artifacts[0].data == "\n".join([
-        "# PERAS metrics",
-        "",
-        "## summary (metrics_summary, 1 rows)",
-        "",
-        "| " + " | ".join(SUMMARY_HEADER) + " |",
-        "|---|---|---|---|---|---|---|---|---|",
-        "| " + " | ".join(SUMMARY_ROW) + " |",
-        "",
-        "Also read: agreement (1 rows), reliability (1 rows), calibration (1 rows), thresholds (1 rows), "
-        "comparison (0 rows), oracle (18 rows): `peras metrics --view NAME`.",
-    ])
+    assert artifacts[0].data == "\n".join(
+        [
+            "# PERAS metrics",
+            "",
+            "## summary (metrics_summary, 1 rows)",
+            "",
+            "| " + " | ".join(SUMMARY_HEADER) + " |",
+            "|---|---|---|---|---|---|---|---|---|",
+            "| " + " | ".join(SUMMARY_ROW) + " |",
+            "",
+            "Also read: agreement (1 rows), reliability (1 rows), calibration (1 rows), thresholds (1 rows), "
+            "comparison (0 rows), oracle (18 rows): `peras metrics --view NAME`.",
+        ]
+    )
 
 
-@pytest.mark.parametrize(("args", "code", "message"), [
-    # a run that does not exist: the choices are named
-    (["--run", "nope"], 2, "error: no judgments for run 'nope': runs are name-r1, name-r2; collections coll"),
-    # csv on the terminal takes one view
-    (["--format", "csv"], 2, "error: --format csv prints one view"),
-])
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        # a run that does not exist: the choices are named
+        (["--run", "nope"], 2, "error: no judgments for run 'nope': runs are name-r1, name-r2; collections coll"),
+        # csv on the terminal takes one view
+        (["--format", "csv"], 2, "error: --format csv prints one view"),
+    ],
+)
 def test_cli_errors_are_one_line(judged, capsys, args, code, message):
     result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), *args)
     assert result.exit_code == code

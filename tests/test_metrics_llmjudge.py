@@ -37,10 +37,16 @@ def test_every_submission_imports_with_its_problems_reported(llmjudge):
     for name, report in reports.items():
         bad = {"RMITIR-llama70B": 2, "h2oloo-zeroshot2": 1}.get(name, 0)
         assert (report.n_lines, report.n_judgments, report.n_scored) == (N_TEST_PAIRS, N_TEST_PAIRS, N_TEST_PAIRS - bad)
-        assert report.counts == {"bad_label": bad, "bad_confidence": 0, "duplicate": 0, "not_in_qrels": 0,
-                                 "missing_from_file": 0}, name
+        assert report.counts == {
+            "bad_label": bad,
+            "bad_confidence": 0,
+            "duplicate": 0,
+            "not_in_qrels": 0,
+            "missing_from_file": 0,
+        }, name
     assert reports["h2oloo-zeroshot2"].examples["bad_label"] == [
-        {"line": 3187, "query_id": "q2", "doc_id": "p8028", "value": "10"}]
+        {"line": 3187, "query_id": "q2", "doc_id": "p8028", "value": "10"}
+    ]
     assert [e["line"] for e in reports["RMITIR-llama70B"].examples["bad_label"]] == [2449, 3825]
 
 
@@ -65,8 +71,12 @@ def test_agreement_and_confusion_match_sklearn_per_run(llmjudge):
         matrix = reference_confusion(truth, label)
         assert all(cells[(path.stem, i, j)] == matrix[i, j] for i in range(4) for j in range(4)), path.stem
     # the submissions carry no confidence: every calibration number is null, every judgment counted as missing
-    assert all(missing == N_TEST_PAIRS - {"RMITIR-llama70B": 2, "h2oloo-zeroshot2": 1}.get(run, 0)
-               and ece is None and th is None for run, missing, ece, th in calibration)
+    assert all(
+        missing == N_TEST_PAIRS - {"RMITIR-llama70B": 2, "h2oloo-zeroshot2": 1}.get(run, 0)
+        and ece is None
+        and th is None
+        for run, missing, ece, th in calibration
+    )
 
 
 def test_best_submissions_by_kappa(llmjudge):
@@ -75,8 +85,13 @@ def test_best_submissions_by_kappa(llmjudge):
     top = con.sql("select run_name, round(cohen_kappa, 4) from metrics_agreement order by cohen_kappa desc limit 5")
     rows = top.fetchall()
     con.close()
-    assert rows == [("willia-umbrela1", 0.2863), ("h2oloo-zeroshot1", 0.2817), ("h2oloo-fewself", 0.2774),
-                    ("willia-umbrela3", 0.2741), ("willia-umbrela2", 0.2688)]
+    assert rows == [
+        ("willia-umbrela1", 0.2863),
+        ("h2oloo-zeroshot1", 0.2817),
+        ("h2oloo-fewself", 0.2774),
+        ("willia-umbrela3", 0.2741),
+        ("willia-umbrela2", 0.2688),
+    ]
 
 
 def test_oracle_of_a_single_default_run_is_default(llmjudge):
@@ -93,14 +108,17 @@ def read_labels(path: Path) -> dict[tuple[str, str], int]:
     return {pair: int(label) for pair, label in read_pairs(path).items() if label in {"0", "1", "2", "3"}}
 
 
-@pytest.mark.parametrize(("run_a", "run_b", "n_pairs", "kappa"), [
-    # RMITIR-llama70B has two labels outside 0-3: the pair is scored on the 4,421 pairs both labelled
-    ("willia-umbrela1", "RMITIR-llama70B", 4421, 0.4150),
-    # h2oloo-zeroshot2 has one: 4,422 common pairs
-    ("h2oloo-zeroshot2", "h2oloo-fewself", 4422, 0.5365),
-    # two runs with every pair labelled
-    ("willia-umbrela1", "willia-umbrela2", 4423, 0.7342),
-])
+@pytest.mark.parametrize(
+    ("run_a", "run_b", "n_pairs", "kappa"),
+    [
+        # RMITIR-llama70B has two labels outside 0-3: the pair is scored on the 4,421 pairs both labelled
+        ("willia-umbrela1", "RMITIR-llama70B", 4421, 0.4150),
+        # h2oloo-zeroshot2 has one: 4,422 common pairs
+        ("h2oloo-zeroshot2", "h2oloo-fewself", 4422, 0.5365),
+        # two runs with every pair labelled
+        ("willia-umbrela1", "willia-umbrela2", 4423, 0.7342),
+    ],
+)
 def test_judge_agreement_is_sklearns_kappa_on_the_common_pairs(llmjudge, run_a, run_b, n_pairs, kappa):
     settings, _ = llmjudge
     con = duckdb.connect(str(settings.warehouse), read_only=True)

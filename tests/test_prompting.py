@@ -73,9 +73,7 @@ Query: {query} Passage: {document}
 Your given relevance score is {predicted_score}, please give a confidence score for this answer representing how confident you believe this answer is correct. 0 means you have no confidence at all, and 100 means you have absolute confidence. ONLY return a number from 0 to 100 to show your confidence to your answer and do not return any other content."""
 )
 
-GOOD_PERSONALITY = (
-    'code = "HX"\nname = "High X"\ntrait = "Honesty"\npole = "high"\ninstruction = "Be honest."\n'
-)
+GOOD_PERSONALITY = 'code = "HX"\nname = "High X"\ntrait = "Honesty"\npole = "high"\ninstruction = "Be honest."\n'
 
 
 def test_builtin_personalities_in_canonical_order() -> None:
@@ -145,9 +143,7 @@ def test_template_verbatim(name: str, template: str, placeholders: tuple[str, ..
 def test_rendered_label_prompt_default_is_task_alone() -> None:
     default = load_personalities()[0]
     messages = build_label_messages(default, "what is a cat", "A cat is a small {feline}.", cot=False)
-    expected = LABEL_NOCOT.replace("{query}", "what is a cat").replace(
-        "{document}", "A cat is a small {feline}."
-    )
+    expected = LABEL_NOCOT.replace("{query}", "what is a cat").replace("{document}", "A cat is a small {feline}.")
     assert messages == [{"role": "user", "content": expected}]
     assert messages[0]["content"].startswith("You are an expert")  # no stray blank line
 
@@ -165,9 +161,7 @@ def test_rendered_confidence_prompt() -> None:
     messages = build_confidence_messages(ln, "q1", "d1", predicted_score=2)
     content = messages[0]["content"]
     assert (
-        content
-        == INSTRUCTIONS["LN"] + "\n\n" + RUBRIC
-        + "\nQuery: q1 Passage: d1\nYour given relevance score is 2, "
+        content == INSTRUCTIONS["LN"] + "\n\n" + RUBRIC + "\nQuery: q1 Passage: d1\nYour given relevance score is 2, "
         "please give a confidence score for this answer representing how confident you believe this answer is "
         "correct. 0 means you have no confidence at all, and 100 means you have absolute confidence. ONLY return a "
         "number from 0 to 100 to show your confidence to your answer and do not return any other content."
@@ -198,8 +192,12 @@ def test_request_hash_ignores_key_order_and_int_float() -> None:
 def test_request_hashes_match_the_canonical_json_of_the_whole_request() -> None:
     messages = [{"role": "user", "content": 'Query: é ü "x"'}]
     params = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 4}
-    whole = {"model": "m", "messages": messages, "params": {"temperature": 0, "top_p": 1, "max_tokens": 4},
-             "sample_index": 3}
+    whole = {
+        "model": "m",
+        "messages": messages,
+        "params": {"temperature": 0, "top_p": 1, "max_tokens": 4},
+        "sample_index": 3,
+    }
     canonical = json.dumps(whole, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     assert request_hashes("m", messages, params, 3) == (hashlib.sha256(canonical).hexdigest(), prompt_hash(messages))
     assert request_hashes("m", messages, params, 3)[0] == (
@@ -249,9 +247,7 @@ def test_malformed_user_personality_rejected_naming_file(tmp_path: Path, text: s
 def test_duplicate_code_between_user_files(tmp_path: Path) -> None:
     (tmp_path / "a.toml").write_text(GOOD_PERSONALITY)
     (tmp_path / "b.toml").write_text(GOOD_PERSONALITY)
-    with pytest.raises(
-        InputError, match="^" + re.escape(f"{tmp_path / 'b.toml'}: duplicate personality code 'HX' ")
-    ):
+    with pytest.raises(InputError, match="^" + re.escape(f"{tmp_path / 'b.toml'}: duplicate personality code 'HX' ")):
         load_personalities(tmp_path)
 
 

@@ -198,8 +198,13 @@ def test_export_view_to_parquet_and_table_to_csv(capsys, warehouse, tmp_path):
         con.close()
     got = pl.read_parquet(out / "agreement.parquet")
     # DuckDB sums doubles in parallel, in no fixed order: the last bits may differ between two reads.
-    assert_frame_equal(got.sort("run_name", "personality", "cot"), want.sort("run_name", "personality", "cot"),
-                       check_exact=False, rel_tol=1e-12, abs_tol=1e-12)
+    assert_frame_equal(
+        got.sort("run_name", "personality", "cot"),
+        want.sort("run_name", "personality", "cot"),
+        check_exact=False,
+        rel_tol=1e-12,
+        abs_tol=1e-12,
+    )
     result = run_cli(
         capsys, "export", "qrels", "--output", str(out / "qrels.csv"), "--warehouse", str(warehouse.warehouse)
     )
@@ -258,9 +263,9 @@ ATTACKS = [
     # overwrite the warehouse with COPY
     ("copy (select 1 as x) to '{warehouse}'", 'error: Permission Error: Cannot access file "{warehouse}"'),
     # or the analysts' snapshot
-    ("copy (select 1 as x) to '{snapshot}' (format parquet)", 'error: Permission Error: Cannot access file'),
+    ("copy (select 1 as x) to '{snapshot}' (format parquet)", "error: Permission Error: Cannot access file"),
     # attach another DuckDB file read-write and delete from it
-    ("attach '{other}' as other (read_write); delete from other.t", 'error: Permission Error: Cannot access file'),
+    ("attach '{other}' as other (read_write); delete from other.t", "error: Permission Error: Cannot access file"),
     # read any file on the machine
     ("select * from read_csv('/etc/passwd')", 'error: Permission Error: Cannot access file "/etc/passwd"'),
     # list the home directory

@@ -16,23 +16,49 @@ from peras.settings import Settings
 if TYPE_CHECKING:
     import polars as pl
 
-VIEW_CHOICES = ["all", "summary", "agreement", "reliability", "calibration", "thresholds", "comparison", "oracle",
-                "confusion", "calibration-bins", "threshold-curve"]
+VIEW_CHOICES = [
+    "all",
+    "summary",
+    "agreement",
+    "reliability",
+    "calibration",
+    "thresholds",
+    "comparison",
+    "oracle",
+    "confusion",
+    "calibration-bins",
+    "threshold-curve",
+]
 
 
 @click.command()
 @click.option("--run", help="Only this run (its name).")
 @click.option("--collection", help="Only runs on this collection.")
 @click.option("--cot/--no-cot", default=None, help="Only judgments made with / without chain-of-thought.")
-@click.option("--view", "views", multiple=True, type=click.Choice(VIEW_CHOICES),
-              help="Metric view (repeatable); all = the summary and the six headline views. [default: summary on "
-                   "the terminal, the six headline views as csv or json]")
+@click.option(
+    "--view",
+    "views",
+    multiple=True,
+    type=click.Choice(VIEW_CHOICES),
+    help="Metric view (repeatable); all = the summary and the six headline views. [default: summary on "
+    "the terminal, the six headline views as csv or json]",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
-@click.option("--output", type=click.Path(path_type=Path),
-              help="Write here instead of the terminal (csv with several views: a directory, one file each).")
+@click.option(
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Write here instead of the terminal (csv with several views: a directory, one file each).",
+)
 @settings_options
-def metrics(settings: Settings, run: str | None, collection: str | None, cot: bool | None,
-            views: tuple[str, ...], fmt: str, output: Path | None) -> None:
+def metrics(
+    settings: Settings,
+    run: str | None,
+    collection: str | None,
+    cot: bool | None,
+    views: tuple[str, ...],
+    fmt: str,
+    output: Path | None,
+) -> None:
     """Agreement, confidence reliability, calibration and thresholds of every judge group.
 
     A group is a run x personality x CoT setting x confidence method; every number comes from the SQL

@@ -235,9 +235,7 @@ def _is_aside(text: str, number: _Number, skip_percent: bool) -> bool:
         return True
     if _ASPECT.search(text, max(0, number.start - 20), number.start):
         return True
-    if _RANGE_AFTER.match(text, number.end) or _RANGE_BEFORE.search(
-        text, max(0, number.start - 8), number.start
-    ):
+    if _RANGE_AFTER.match(text, number.end) or _RANGE_BEFORE.search(text, max(0, number.start - 8), number.start):
         return True
     line_start = text.rfind("\n", 0, number.start) + 1
     at_line_start = not text[line_start : number.start].strip()

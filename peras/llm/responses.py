@@ -50,9 +50,7 @@ def _loads(content: bytes) -> Any:
         return json.loads(content)
 
 
-def decode_chat(
-    content: bytes, url: str, latency_ms: float, attempts: int, wants_logprobs: bool
-) -> ChatResult | None:
+def decode_chat(content: bytes, url: str, latency_ms: float, attempts: int, wants_logprobs: bool) -> ChatResult | None:
     """The ChatResult in a 200 body, or None when the body is not a chat completion."""
     try:
         data = _loads(content)

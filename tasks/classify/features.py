@@ -74,9 +74,7 @@ class FeatureMatrix:
 def list_feature_streams(settings: Settings, collection: str) -> pl.DataFrame:
     """Every judgment stream of a collection, newest run first."""
     if not settings.warehouse.exists():
-        raise UsageError(
-            f"no warehouse at {settings.warehouse}: run `peras ingest` and judge or import first"
-        )
+        raise UsageError(f"no warehouse at {settings.warehouse}: run `peras ingest` and judge or import first")
     with open_migrated(settings.warehouse) as con:
         return query_frame(con, "classify/select_feature_streams", {"collection_id": collection})
 
@@ -106,9 +104,7 @@ def _personalities_feature_set(
     if run is None:
         llm = streams.filter(pl.col("source") == "llm")
         if llm.is_empty():
-            raise UsageError(
-                f"collection {collection!r} has no LLM judge run: run `peras judge` or pass --runs"
-            )
+            raise UsageError(f"collection {collection!r} has no LLM judge run: run `peras judge` or pass --runs")
         run = llm["run_name"][0]
     chosen = streams.filter(pl.col("run_name") == run)
     if chosen.is_empty():
@@ -116,12 +112,10 @@ def _personalities_feature_set(
     chosen = _one_setting(chosen, "cot", cot, run)
     chosen = _one_setting(chosen, "confidence_method", method, run)
     order = {code: i for i, code in enumerate(PERSONALITY_ORDER)}
-    chosen = chosen.with_columns(
-        pl.col("personality").replace_strict(order, default=len(order)).alias("_rank")
-    ).sort(["_rank", "personality"])
-    return FeatureSet(
-        "personalities", _finish(chosen.with_columns(pl.col("personality").alias("feature_key")))
+    chosen = chosen.with_columns(pl.col("personality").replace_strict(order, default=len(order)).alias("_rank")).sort(
+        ["_rank", "personality"]
     )
+    return FeatureSet("personalities", _finish(chosen.with_columns(pl.col("personality").alias("feature_key"))))
 
 
 def _one_setting(chosen: pl.DataFrame, column: str, wanted: object, run: str) -> pl.DataFrame:
@@ -143,9 +137,7 @@ def _runs_feature_set(
     names = streams["run_name"].unique().sort().to_list()
     matched = [n for n in names if any(_matches(n, collection, g) for g in globs)]
     if not matched:
-        raise UsageError(
-            f"no run on collection {collection!r} matches {' '.join(globs)} (runs: {', '.join(names)})"
-        )
+        raise UsageError(f"no run on collection {collection!r} matches {' '.join(globs)} (runs: {', '.join(names)})")
     chosen = streams.filter(pl.col("run_name").is_in(matched))
     if cot is not None:
         chosen = chosen.filter(pl.col("cot") == cot)

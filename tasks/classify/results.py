@@ -176,10 +176,7 @@ def render_markdown(table: ResultTable) -> str:
         "|---|" + "---|" * len(METRICS),
     ]
     for row in table.rows:
-        cells = [
-            f"**{table.cell(row, m)}**" if row.mean[m] == table.best(m) else table.cell(row, m)
-            for m in METRICS
-        ]
+        cells = [f"**{table.cell(row, m)}**" if row.mean[m] == table.best(m) else table.cell(row, m) for m in METRICS]
         lines.append(f"| {row.title} | " + " | ".join(cells) + " |")
     lines += ["", f"Mean (SD, ddof=1) over trials. Run `{table.classify_run_id}`."]
     return "\n".join(lines)

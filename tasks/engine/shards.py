@@ -74,9 +74,7 @@ class ShardJournal:
     def _open(self) -> None:
         self._sequence += 1
         self._paths = [self.directory / f"{self._stem}-{self._sequence:05d}.{kind}.jsonl" for kind in KINDS]
-        self._files = {
-            kind: path.open("ab", buffering=0) for kind, path in zip(KINDS, self._paths, strict=True)
-        }
+        self._files = {kind: path.open("ab", buffering=0) for kind, path in zip(KINDS, self._paths, strict=True)}
 
     def rotate(self) -> None:
         """Close the current shard (flushed and synced) and hand it to the loader."""

@@ -32,10 +32,22 @@ from tasks.ingest.sources import sha256_file
 IMPORT_VERSION = "1"  # bump when parsing changes, so that unchanged files are read again
 MAX_EXAMPLES = 5
 INTEGER = re.compile(r"^[+-]?\d+$")
-COUNT_COLUMNS = {"bad_label": "n_bad_labels", "bad_confidence": "n_bad_confidences", "duplicate": "n_duplicates",
-                 "not_in_qrels": "n_not_in_qrels", "missing_from_file": "n_missing_from_file"}
-ROW_SCHEMA = {"line_no": pl.Int32, "query_id": pl.String, "doc_id": pl.String, "label": pl.Int32,
-              "confidence": pl.Float64, "status": pl.String, "reason": pl.String}
+COUNT_COLUMNS = {
+    "bad_label": "n_bad_labels",
+    "bad_confidence": "n_bad_confidences",
+    "duplicate": "n_duplicates",
+    "not_in_qrels": "n_not_in_qrels",
+    "missing_from_file": "n_missing_from_file",
+}
+ROW_SCHEMA = {
+    "line_no": pl.Int32,
+    "query_id": pl.String,
+    "doc_id": pl.String,
+    "label": pl.Int32,
+    "confidence": pl.Float64,
+    "status": pl.String,
+    "reason": pl.String,
+}
 
 
 @dataclass
@@ -130,16 +142,30 @@ def _judgment_row(
     label = int(label_text) if INTEGER.match(label_text) else None
     if label is None or not 0 <= label <= 3:
         issues["bad_label"].add(line_no, query_id, doc_id, label_text)
-        return (line_no, query_id, doc_id, None, None, "label_parse_failure",
-                f"line {line_no}: label {clip(label_text, quote=True)} is not an integer 0-3")
+        return (
+            line_no,
+            query_id,
+            doc_id,
+            None,
+            None,
+            "label_parse_failure",
+            f"line {line_no}: label {clip(label_text, quote=True)} is not an integer 0-3",
+        )
     if confidence_column is None:
         return (line_no, query_id, doc_id, label, None, "ok", None)
     confidence_text = fields[confidence_column - 1]
     confidence = _number(confidence_text)
     if confidence is None or not 0 <= confidence <= 100:
         issues["bad_confidence"].add(line_no, query_id, doc_id, confidence_text)
-        return (line_no, query_id, doc_id, label, None, "confidence_parse_failure",
-                f"line {line_no}: confidence {clip(confidence_text, quote=True)} is not a number 0-100")
+        return (
+            line_no,
+            query_id,
+            doc_id,
+            label,
+            None,
+            "confidence_parse_failure",
+            f"line {line_no}: confidence {clip(confidence_text, quote=True)} is not a number 0-100",
+        )
     return (line_no, query_id, doc_id, label, confidence, "ok", None)
 
 
@@ -154,15 +180,25 @@ def _number(text: str) -> float | None:
 @task
 def fingerprint_import(parsed: ParsedFile, collection_id: str, model: str, confidence_column: int | None) -> str:
     """sha256 over the file's sha256 and every option that changes what is stored."""
-    basis = {"v": IMPORT_VERSION, "sha256": parsed.sha256, "collection_id": collection_id, "model": model,
-             "confidence_column": confidence_column}
+    basis = {
+        "v": IMPORT_VERSION,
+        "sha256": parsed.sha256,
+        "collection_id": collection_id,
+        "model": model,
+        "confidence_column": confidence_column,
+    }
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
 @task
 def publish_import(
-    settings: Settings, parsed: ParsedFile, run_name: str, collection_id: str, model: str,
-    confidence_column: int | None, fingerprint: str,
+    settings: Settings,
+    parsed: ParsedFile,
+    run_name: str,
+    collection_id: str,
+    model: str,
+    confidence_column: int | None,
+    fingerprint: str,
 ) -> ImportReport:
     """Compare with the qrels and replace the named run in one transaction (a no-op if nothing changed)."""
     run_id = "import-" + hashlib.sha256(f"{run_name}\n{fingerprint}".encode()).hexdigest()[:16]
@@ -177,9 +213,15 @@ def publish_import(
             issues[kind] = Issue(int(n_pairs), json.loads(examples))
         n_scored = run_sql(con, "import_judgments/count_scored", {"collection_id": collection_id}).fetchall()[0][0]
         report = ImportReport(
-            status="replaced" if existing else "imported", run_id=run_id, run_name=run_name,
-            collection_id=collection_id, path=parsed.path, n_lines=parsed.n_lines, n_judgments=parsed.rows.height,
-            n_scored=int(n_scored), counts={kind: issues[kind].n for kind in COUNT_COLUMNS},
+            status="replaced" if existing else "imported",
+            run_id=run_id,
+            run_name=run_name,
+            collection_id=collection_id,
+            path=parsed.path,
+            n_lines=parsed.n_lines,
+            n_judgments=parsed.rows.height,
+            n_scored=int(n_scored),
+            counts={kind: issues[kind].n for kind in COUNT_COLUMNS},
             examples={kind: issues[kind].examples for kind in COUNT_COLUMNS},
         )
         _replace_run(con, report, parsed, model, confidence_column, fingerprint)
@@ -203,32 +245,64 @@ def _stored_report(con: Any, run_id: str) -> ImportReport:
     row = dict(zip([d[0] for d in result.description], result.fetchall()[0], strict=True))
     counts = {kind: int(row[column]) for kind, column in COUNT_COLUMNS.items()}
     return ImportReport(
-        status="unchanged", run_id=run_id, run_name=row["run_name"], collection_id=row["collection_id"],
-        path=row["path"], n_lines=row["n_lines"], n_judgments=row["n_judgments"], n_scored=row["n_scored"],
-        counts=counts, examples=json.loads(row["examples"]),
+        status="unchanged",
+        run_id=run_id,
+        run_name=row["run_name"],
+        collection_id=row["collection_id"],
+        path=row["path"],
+        n_lines=row["n_lines"],
+        n_judgments=row["n_judgments"],
+        n_scored=row["n_scored"],
+        counts=counts,
+        examples=json.loads(row["examples"]),
     )
 
 
 def _replace_run(
-    con: Any, report: ImportReport, parsed: ParsedFile, model: str, confidence_column: int | None,
+    con: Any,
+    report: ImportReport,
+    parsed: ParsedFile,
+    model: str,
+    confidence_column: int | None,
     fingerprint: str,
 ) -> None:
-    params = {"file": parsed.path, "sha256": parsed.sha256, "fingerprint": fingerprint,
-              "confidence_column": confidence_column}
+    params = {
+        "file": parsed.path,
+        "sha256": parsed.sha256,
+        "fingerprint": fingerprint,
+        "confidence_column": confidence_column,
+    }
     with transaction(con):
-        run_sql(con, "import_judgments/replace_run", {
-            "run_id": report.run_id, "run_name": report.run_name, "collection_id": report.collection_id,
-            "model": model, "params": json.dumps(params), "imported_at": now(),
-            "confidence_method": "none" if confidence_column is None else "given",
-            "path": parsed.path, "sha256": parsed.sha256, "fingerprint": fingerprint, "n_lines": parsed.n_lines,
-            "n_judgments": report.n_judgments, "n_scored": report.n_scored, "examples": json.dumps(report.examples),
-        } | {column: report.counts[kind] for kind, column in COUNT_COLUMNS.items()})
+        run_sql(
+            con,
+            "import_judgments/replace_run",
+            {
+                "run_id": report.run_id,
+                "run_name": report.run_name,
+                "collection_id": report.collection_id,
+                "model": model,
+                "params": json.dumps(params),
+                "imported_at": now(),
+                "confidence_method": "none" if confidence_column is None else "given",
+                "path": parsed.path,
+                "sha256": parsed.sha256,
+                "fingerprint": fingerprint,
+                "n_lines": parsed.n_lines,
+                "n_judgments": report.n_judgments,
+                "n_scored": report.n_scored,
+                "examples": json.dumps(report.examples),
+            }
+            | {column: report.counts[kind] for kind, column in COUNT_COLUMNS.items()},
+        )
 
 
 def describe_import(report: ImportReport) -> list[str]:
     """The report as lines for a terminal or a markdown artifact: counts, then the first examples."""
-    verb = {"unchanged": "unchanged (same file and options already imported)", "imported": "imported",
-            "replaced": "replaced the earlier import"}[report.status]
+    verb = {
+        "unchanged": "unchanged (same file and options already imported)",
+        "imported": "imported",
+        "replaced": "replaced the earlier import",
+    }[report.status]
     lines = [
         f"{report.run_name}: {verb} from {report.path} into {report.collection_id}",
         f"  {report.n_lines:,} lines, {report.n_judgments:,} judgments stored, {report.n_scored:,} scored "
@@ -243,11 +317,13 @@ def describe_import(report: ImportReport) -> list[str]:
     return lines
 
 
-ISSUE_WORDS = {"bad_label": "labels not an integer 0-3 (kept as label failures)",
-               "bad_confidence": "confidences not a number 0-100 (kept without confidence)",
-               "duplicate": "lines repeating an earlier pair (first kept)",
-               "not_in_qrels": "pairs not in the qrels (kept, not scored)",
-               "missing_from_file": "qrels pairs of the file's topics missing from the file"}
+ISSUE_WORDS = {
+    "bad_label": "labels not an integer 0-3 (kept as label failures)",
+    "bad_confidence": "confidences not a number 0-100 (kept without confidence)",
+    "duplicate": "lines repeating an earlier pair (first kept)",
+    "not_in_qrels": "pairs not in the qrels (kept, not scored)",
+    "missing_from_file": "qrels pairs of the file's topics missing from the file",
+}
 
 
 def _example(example: dict[str, Any]) -> str:

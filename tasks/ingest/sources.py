@@ -58,9 +58,7 @@ def preset_source(name: str, settings: Settings) -> CollectionSource:
     """Resolve a preset name to its files."""
     spec = presets().get(name)
     if spec is None:
-        raise UsageError(
-            f"unknown collection preset {name!r}; choose one of {', '.join(presets())}, or give --qrels"
-        )
+        raise UsageError(f"unknown collection preset {name!r}; choose one of {', '.join(presets())}, or give --qrels")
     base = SAMPLE_DIR if spec.get("location") == "package" else settings.data_dir
     return CollectionSource(
         collection_id=name,
@@ -126,9 +124,7 @@ def resolve_source(
             source.subset_topics = subset_topics
         return source
     if not (name and qrels and queries and passages):
-        raise UsageError(
-            "give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages"
-        )
+        raise UsageError("give a preset (e.g. `peras ingest dl19`) or all of --name, --qrels, --queries, --passages")
     return custom_source(name, qrels, Path(queries), Path(passages), subset_topics)
 
 

@@ -24,9 +24,7 @@ def rank_balanced_topics(qrels: pl.DataFrame, n_topics: int, min_pairs: int = 10
         *[(pl.col("relevance") == level).sum().alias(f"n_rel{level}") for level in range(4)],
     )
     level_counts = [pl.col(f"n_rel{level}") for level in range(4)]
-    eligible = counts.filter(
-        (pl.col("n_pairs") > min_pairs) & pl.all_horizontal([c > 0 for c in level_counts])
-    )
+    eligible = counts.filter((pl.col("n_pairs") > min_pairs) & pl.all_horizontal([c > 0 for c in level_counts]))
     ranked = (
         eligible.with_columns((pl.min_horizontal(level_counts) / pl.col("n_pairs")).alias("balance_score"))
         .sort(["balance_score", "n_pairs", "query_id"], descending=[True, True, False])

@@ -86,9 +86,7 @@ def read_collection(source: CollectionSource, files: pl.DataFrame) -> StagedColl
         queries=pl.DataFrame({"query_id": list(queries.records), "text": list(queries.records.values())}),
         passages=pl.DataFrame({"doc_id": list(passages.records), "text": list(passages.records.values())}),
         qrels=qrels,
-        files=files.with_columns(
-            pl.col("role").replace_strict(counts, return_dtype=pl.Int64).alias("n_records")
-        ),
+        files=files.with_columns(pl.col("role").replace_strict(counts, return_dtype=pl.Int64).alias("n_records")),
         n_source_pairs=n_source_pairs,
     )
 
@@ -201,9 +199,7 @@ def publish_collection(
     return ingest_run_id
 
 
-def _store_subsets(
-    con: Any, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame
-) -> None:
+def _store_subsets(con: Any, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame) -> None:
     """The balanced subset, plus one subset per qrels set when a collection has several (LLMJudge dev/test)."""
     named: list[tuple[str, pl.DataFrame, str, dict[str, Any]]] = []
     if subset.height:

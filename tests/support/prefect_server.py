@@ -1,7 +1,7 @@
 """A real `prefect server` on a free loopback port with its own PREFECT_HOME: for tests and benchmarks.
 
-    with prefect_server() as url:        # http://127.0.0.1:PORT/api, healthy
-        os.environ["PREFECT_API_URL"] = url
+with prefect_server() as url:        # http://127.0.0.1:PORT/api, healthy
+    os.environ["PREFECT_API_URL"] = url
 """
 
 from __future__ import annotations
