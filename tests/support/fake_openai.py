@@ -175,15 +175,11 @@ class FakeOpenAI:
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "peras-fake"} for m in self.models]
             return http_response(200, {"object": "list", "data": data}), False
         if method != "POST" or route not in ("/v1/chat/completions", "/chat/completions"):
-            return http_response(
-                404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}
-            ), False
+            return http_response(404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}), False
         if not isinstance(body, dict) or body.get("model") not in self.models:
             model = body.get("model") if isinstance(body, dict) else None
             message = f"The model `{model}` does not exist."
-            return http_response(
-                404, {"error": {"message": message, "type": "NotFoundError", "code": 404}}
-            ), False
+            return http_response(404, {"error": {"message": message, "type": "NotFoundError", "code": 404}}), False
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
@@ -195,9 +191,7 @@ class FakeOpenAI:
         try:
             reply = self.responder(request)
         except Exception as exc:  # a broken responder is a test bug: show it to the client
-            return http_response(
-                500, {"error": {"message": f"responder failed: {exc!r}", "type": "fake"}}
-            ), False
+            return http_response(500, {"error": {"message": f"responder failed: {exc!r}", "type": "fake"}}), False
         if isinstance(reply, Fault):
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
@@ -255,8 +249,7 @@ def _synthetic_logprobs(text: str, top_n: int) -> list[dict[str, Any]]:
     if text in ("0", "1", "2", "3"):
         others = [str(k) for k in range(4) if str(k) != text]
         top += [
-            {"token": t, "logprob": math.log(p), "bytes": None}
-            for t, p in zip(others, _LABEL_SHARES[1:], strict=True)
+            {"token": t, "logprob": math.log(p), "bytes": None} for t, p in zip(others, _LABEL_SHARES[1:], strict=True)
         ]
     return [{**chosen, "top_logprobs": top[:top_n]}]
 
@@ -388,11 +381,17 @@ def main(argv: list[str] | None = None) -> None:
     """Serve the "instant" responder until interrupted; print the base URL first."""
     parser = argparse.ArgumentParser(description="Scripted OpenAI-compatible server (instant responder).")
     parser.add_argument("--port", type=int, default=8999, help="0 picks a free port")
-    parser.add_argument("--model", "--models", dest="models", nargs="+", default=[DEFAULT_MODEL],
-                        help="model name(s) served")
+    parser.add_argument(
+        "--model", "--models", dest="models", nargs="+", default=[DEFAULT_MODEL], help="model name(s) served"
+    )
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer (a slow model)")
-    parser.add_argument("--latency", type=float, nargs=2, metavar=("MIN_MS", "MAX_MS"),
-                        help="answer after a latency drawn uniformly between MIN_MS and MAX_MS (a GPU server)")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        nargs=2,
+        metavar=("MIN_MS", "MAX_MS"),
+        help="answer after a latency drawn uniformly between MIN_MS and MAX_MS (a GPU server)",
+    )
     faults = parser.add_argument_group("fault injection (see Chaos; shares of requests, drawn per request)")
     for item in fields(Chaos):
         if item.name != "random_answers":
