@@ -121,6 +121,21 @@ def ask_all(
     return stats.as_dict()
 
 
+def run_counts(identity: RunIdentity, endpoint: Endpoint, stats: dict[str, Any]) -> dict[str, Any]:
+    """What every LLM stage's summary starts with: the run, the model asked, and what the engine did."""
+    return {
+        "run_name": identity.run_name,
+        "run_id": identity.run_id,
+        "model": endpoint.model,
+        "backend": endpoint.backend,
+        "n_judged_now": stats["n_items"],
+        "n_sent": stats["n_sent"],
+        "n_http": stats["n_http"],
+        "n_cached": stats["n_cached"],
+        "n_dropped": stats["n_dropped"],
+    }
+
+
 def count_pending(settings: Settings, plan: Plan) -> int:
     """How many planned items have no stored outcome yet (the progress total)."""
     thread = WarehouseThread(settings.warehouse)

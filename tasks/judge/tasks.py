@@ -21,6 +21,7 @@ from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
+from tasks.engine.tasks import run_counts
 from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
 
 EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6}  # the 0.5B model answers in 1-3 tokens
@@ -221,19 +222,8 @@ def summarize(
     run: RunIdentity, endpoint: Endpoint, n_planned: int, stats: dict[str, Any], shares: Any
 ) -> dict[str, Any]:
     """Counts for the CLI and the artifact."""
-    return {
-        "run_name": run.run_name,
-        "run_id": run.run_id,
-        "model": endpoint.model,
-        "backend": endpoint.backend,
-        "n_planned": n_planned,
-        "n_judged_now": stats["n_items"],
-        "n_sent": stats["n_sent"],
-        "n_http": stats["n_http"],
-        "n_cached": stats["n_cached"],
-        "n_dropped": stats["n_dropped"],
-        "n_failures": int(shares["n_failures"].sum()) if shares.height else 0,
-    }
+    failures = int(shares["n_failures"].sum()) if shares.height else 0
+    return run_counts(run, endpoint, stats) | {"n_planned": n_planned, "n_failures": failures}
 
 
 @task(cache_policy=NO_CACHE)

@@ -20,6 +20,7 @@ from peras.sql import run_sql
 from peras.warehouse import now, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
+from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingPlan, PrimingStage
 from tasks.priming.draws import Pools, planned_frame
 from tasks.priming.prompt import batch_prompt
@@ -150,17 +151,10 @@ def summarize(
     plots: list[str],
 ) -> dict[str, Any]:
     """Counts and tables for the CLI and the artifact."""
-    return {
-        "run_name": run.run_name,
-        "run_id": run.run_id,
-        "model": endpoint.model,
-        "backend": endpoint.backend,
+    return run_counts(run, endpoint, stats) | {
         "n_topics": len(scope["topics"]),
         **scope,
         "n_batches": n_batches,
-        "n_judged_now": stats["n_items"],
-        "n_sent": stats["n_sent"],
-        "n_cached": stats["n_cached"],
         "n_failures": n_failures,
         "analysis": tables.analysis,
         "pooled": tables.personalities,
