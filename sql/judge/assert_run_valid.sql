@@ -46,7 +46,10 @@ mismatched as (
                   j.confidence_method, r.model, r.params) as detail
     from judged as j
     inner join llm_requests as r on r.request_id = j.label_request_id
-    where r.model <> $model or json(r.params)::varchar <> json(j.label_params)::varchar
+    -- a sampling judgment may point at any of its votes (a refused one): votes differ from the plan only by seed
+    where r.model <> $model
+       or json_merge_patch(json(r.params), '{"seed": null}')::varchar
+          <> json_merge_patch(json(j.label_params), '{"seed": null}')::varchar
 ),
 
 not_derivable as (

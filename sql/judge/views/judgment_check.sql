@@ -4,6 +4,7 @@
 -- - its label request is stored, asked of the run's model, and its answer reads as the judgment's label
 --   (a label failure: the answer does not read; an error: the request or the confidence request was refused);
 -- - verbalized: the confidence request is stored and reads as the judgment's confidence;
+-- (format() is null when an argument is: every argument is coalesced, else a problem would read as none.)
 -- - sampling: every vote's request is stored, and the label's share of the votes is the confidence.
 create or replace macro judgment_check(source_table) as table
 with judged as (
@@ -46,10 +47,10 @@ checked as (
                 then 'a label failure, but its label request reads'
             when j.label is not null and j.confidence_method <> 'sampling'
                  and (lr.parse_status <> 'ok' or lr.parsed_value is distinct from j.label)
-                then format('label {} but its request reads {}', j.label, lr.parsed_value)
+                then format('label {} but its request reads {}', j.label, coalesce(cast(lr.parsed_value as varchar), lr.parse_status, 'nothing'))
             when j.confidence_method = 'verbalized' and j.status = 'ok'
                  and (cr.request_id is null or cr.parse_status <> 'ok' or cr.parsed_value is distinct from j.confidence)
-                then format('confidence {} but its request reads {}', j.confidence, cr.parsed_value)
+                then format('confidence {} but its request reads {}', coalesce(cast(j.confidence as varchar), 'null'), coalesce(cast(cr.parsed_value as varchar), cr.parse_status, 'nothing'))
             when j.confidence_method = 'verbalized' and j.status = 'confidence_parse_failure'
                  and (cr.request_id is null or cr.parse_status = 'ok') and cf.request_id is null
                 then 'a confidence failure, but its confidence request reads (or is not stored)'
