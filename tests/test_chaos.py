@@ -85,7 +85,7 @@ def test_chaotic_server_injects_every_fault_and_answers_at_random() -> None:
 # the run" for runs that shared those requests. Reproduced by the stable-answers round; not yet fixed.
 KNOWN_OPEN = pytest.mark.xfail(
     strict=False,
-    reason="issue 14, open: a sampling vote that failed for this run and was later re-asked by another run changes the vote share judgment_check counts",
+    reason="issue 14, open: a failed sampling vote re-asked by another run changes the share judgment_check counts",
 )
 
 
