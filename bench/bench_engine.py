@@ -107,26 +107,17 @@ async def bare_loop(url: str, pairs: list[tuple[str, str]], concurrency: int) ->
     return {"judgments": len(pairs), "span_s": last_answer - first_sent[0]}
 
 
+def default_judge_command(url: str, model: str, n_pairs: int, concurrency: int, *extra: str) -> list[str]:
+    """`peras judge` on the first DL19 pairs under the default personality, no CoT: the runs this benchmark times."""
+    return peras_command(
+        "judge", "dl19", "--personality", "default", "--cot", "without", "--limit-pairs", str(n_pairs),
+        "--base-url", url, "--model", model, "--concurrency", str(concurrency), *extra,
+    )  # fmt: skip
+
+
 def pipeline_run(env: dict[str, str], url: str, n_pairs: int, concurrency: int, run_name: str) -> dict[str, float]:
     """`peras judge` on the same pairs and prompts; the asking span read back from its request rows."""
-    command = peras_command(
-        "judge",
-        "dl19",
-        "--personality",
-        "default",
-        "--cot",
-        "without",
-        "--limit-pairs",
-        str(n_pairs),
-        "--base-url",
-        url,
-        "--model",
-        MODEL,
-        "--run-name",
-        run_name,
-        "--concurrency",
-        str(concurrency),
-    )
+    command = default_judge_command(url, MODEL, n_pairs, concurrency, "--run-name", run_name)
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -224,22 +215,7 @@ def sharing(base: Path, env: dict[str, str], n_pairs: int) -> dict[str, Any]:
         def launch(model: str, tag: str) -> subprocess.Popen[str]:
             fresh = base.with_name(f"share-{tag}-{model}.duckdb")
             shutil.copy(base, fresh)
-            command = peras_command(
-                "judge",
-                "dl19",
-                "--personality",
-                "default",
-                "--cot",
-                "without",
-                "--limit-pairs",
-                str(n_pairs),
-                "--base-url",
-                url,
-                "--model",
-                model,
-                "--concurrency",
-                "64",
-            )
+            command = default_judge_command(url, model, n_pairs, 64)
             return subprocess.Popen(
                 command,
                 env=env | {"PERAS_WAREHOUSE": str(fresh), "PERAS_ENDPOINT_SLOTS_DIR": str(slots)},
