@@ -190,7 +190,8 @@ def reference_agreement(truth: np.ndarray, label: np.ndarray) -> dict[str, float
         "cohen_kappa": _none_if_nan(_quiet(cohen_kappa_score, truth, label)),
         # labels= fixes the weights on the values 0..3 (sklearn weighs by index in the labels present)
         "qwk": _none_if_nan(_quiet(cohen_kappa_score, truth, label, labels=[0, 1, 2, 3], weights="quadratic")),
-        "macro_f1": float(_quiet(f1_score, truth, label, average="macro")),
+        # PERAS's one macro-F1: over the four levels, a level absent from both sides scoring 0
+        "macro_f1": float(f1_score(truth, label, labels=[0, 1, 2, 3], average="macro", zero_division=0)),
     }
     for name, cut in (("kappa_bin_0_123", 1), ("kappa_bin_01_23", 2), ("kappa_bin_012_3", 3)):
         out[name] = _none_if_nan(_quiet(cohen_kappa_score, truth >= cut, label >= cut))

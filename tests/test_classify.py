@@ -7,6 +7,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from sklearn.metrics import f1_score
 
 from peras.errors import CheckFailed, UsageError
 from tasks.classify.aggregate import aggregate_votes, entropy_weights, majority_vote, weighted_vote
@@ -32,6 +33,15 @@ def test_score_exact_values():
 def test_score_counts_never_predicted_levels_in_macro_f1():
     # Level 3 is never predicted: its F1 is 0 and still averaged in.
     assert score(np.array([0, 1, 2, 3]), np.array([0, 1, 2, 2]))["f1"] == pytest.approx((1 + 1 + 2 / 3 + 0) / 4)
+
+
+def test_score_counts_a_level_nobody_used_as_zero_like_the_metric_views():
+    # Level 1 is in neither truth nor prediction: F1_1 = 0 is averaged in (sklearn labels=[0, 1, 2, 3],
+    # zero_division=0), the same macro-F1 as metrics_agreement, not the mean over the three levels present.
+    truth, predicted = np.array([0, 0, 2, 3]), np.array([0, 2, 2, 3])
+    got = score(truth, predicted)["f1"]
+    assert got == f1_score(truth, predicted, labels=[0, 1, 2, 3], average="macro", zero_division=0)
+    assert got == pytest.approx((2 / 3 + 0 + 2 / 3 + 1) / 4, abs=1e-15)
 
 
 def test_draw_splits_is_stratified_disjoint_and_sorted():

@@ -6,6 +6,7 @@ import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from sklearn.metrics import f1_score
 
 from tests.metrics_fixtures import (
     GROUPS,
@@ -73,19 +74,21 @@ def test_agreement_matches_sklearn_and_krippendorff_on_random_groups(con, groups
 
 # (relevance, label) pairs of one group, and what the view must say for them
 DEGENERATE = [
-    # one class on both sides: kappa undefined (sklearn: nan) -> null; alpha null (krippendorff refuses)
-    ([(2, 2)] * 5, {"accuracy": 1.0, "cohen_kappa": None, "qwk": None, "krippendorff_alpha": None, "macro_f1": 1.0}),
+    # one class on both sides: kappa undefined (sklearn: nan) -> null; alpha null (krippendorff refuses);
+    # macro-F1 over the four levels: F1_2 = 1, levels 0, 1, 3 used by neither side count 0
+    ([(2, 2)] * 5, {"accuracy": 1.0, "cohen_kappa": None, "qwk": None, "krippendorff_alpha": None, "macro_f1": 0.25}),
     # a judge that always says 2 against varied qrels: kappa is defined and 0
     ([(0, 2), (1, 2), (2, 2), (3, 2)], {"accuracy": 0.25, "cohen_kappa": 0.0, "qwk": 0.0}),
-    # a single pair, judged right
-    ([(3, 3)], {"accuracy": 1.0, "cohen_kappa": None, "macro_f1": 1.0}),
+    # a single pair, judged right: F1_3 = 1 and three empty levels at 0
+    ([(3, 3)], {"accuracy": 1.0, "cohen_kappa": None, "macro_f1": 0.25}),
     # perfect agreement over all levels
     (
         [(0, 0), (1, 1), (2, 2), (3, 3)],
         {"cohen_kappa": 1.0, "qwk": 1.0, "krippendorff_alpha": 1.0, "kappa_bin_012_3": 1.0},
     ),
-    # no 3 on either side: the 012|3 cut has one class on both sides -> null
-    ([(0, 0), (1, 2), (2, 1)], {"kappa_bin_012_3": None}),
+    # no 3 on either side: the 012|3 cut has one class on both sides -> null; macro-F1 (1 + 0 + 0 + 0) / 4,
+    # not the (1 + 0 + 0) / 3 of scikit-learn's default labels=None
+    ([(0, 0), (1, 2), (2, 1)], {"kappa_bin_012_3": None, "macro_f1": 0.25}),
     # the judge reverses the scale
     ([(0, 3), (1, 2), (2, 1), (3, 0)], {"accuracy": 0.0, "macro_f1": 0.0}),
 ]
@@ -110,6 +113,19 @@ def test_group_whose_labels_all_failed_is_reported_not_scored(con):
     assert rows[group_key(1)]["accuracy"] == 1.0
     cells = view(con, "metrics_confusion").filter(personality="default")
     assert cells["n_judgments"].sum() == 0 and cells.height == 16
+
+
+def test_macro_f1_is_sklearns_over_all_four_levels_with_zero_division_0(con):
+    # level 1 in neither relevance nor label: F1_0 = 2*1/(2+1), F1_2 = 2*1/(1+2), F1_3 = 1, F1_1 = 0
+    pairs = [(0, 0), (0, 2), (2, 2), (3, 3)]
+    clear_judgments(con)
+    load_judgments(con, judgments_of([[(relevance, lab, None) for relevance, lab in pairs]]))
+    row = view(con, "metrics_agreement").row(0, named=True)
+    truth, label = [r for r, _ in pairs], [lab for _, lab in pairs]
+    expected = f1_score(truth, label, labels=[0, 1, 2, 3], average="macro", zero_division=0)
+    assert expected == pytest.approx((2 / 3 + 0 + 2 / 3 + 1) / 4, abs=1e-15)
+    assert math.isclose(row["macro_f1"], expected, rel_tol=1e-12)
+    assert not math.isclose(row["macro_f1"], f1_score(truth, label, average="macro"))  # labels=None: / 3
 
 
 def test_qwk_weighs_by_level_values_not_by_position(con):

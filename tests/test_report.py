@@ -294,7 +294,7 @@ def reference(truth: list[int], labels: list[int]) -> list[str]:
     return [
         fmt(cohen_kappa_score(truth, labels)),
         fmt(cohen_kappa_score(truth, labels, weights="quadratic", labels=[0, 1, 2, 3])),
-        fmt(f1_score(truth, labels, average="macro")),
+        fmt(f1_score(truth, labels, labels=[0, 1, 2, 3], average="macro", zero_division=0)),
     ]
 
 
@@ -317,14 +317,15 @@ def test_highlights_dashes_and_figures_of_a_constructed_case(constructed, tmp_pa
     assert list(agreement) == ["default", "HA", "LA"]
     better = {p: [c["text"] for c in row if "better" in c["class"].split()] for p, row in agreement.items()}
     assert better == {"default": [], "HA": ["1.000", "1.000", "1.000"], "LA": []}
-    # r2 (columns 3-5): one class on both sides, kappa and QWK undefined; macro-F1 1 everywhere, a tie, not better
+    # r2 (columns 3-5): one class on both sides, kappa and QWK undefined; macro-F1 over the four levels 0.25
+    # everywhere (F1 1 for level 2, 0 for the three levels nobody used), a tie, not better
     assert [c["text"] for c in agreement["default"]] == [
         *reference(RELEVANCE[:8], LABELS["default"][:8]),
         "–",
         "–",
-        "1.000",
+        "0.250",
     ]
-    assert [c["text"] for c in agreement["LA"]] == [*reference(RELEVANCE, LABELS["LA"]), "–", "–", "1.000"]
+    assert [c["text"] for c in agreement["LA"]] == [*reference(RELEVANCE, LABELS["LA"]), "–", "–", "0.250"]
     assert [c["text"] for c in agreement["LA"]][:2] == ["0.000", "0.000"]  # a constant judge
 
     # RO, RU, HMR: default p = 0.5 gives 0.5 each; HA never wrong (RO 1), RU 0.9; LA never right (RU 1), RO 0

@@ -6,8 +6,9 @@
 --   cohen_kappa         1 - N (N - sum_i n_ii) / (N^2 - sum_k row_k col_k)
 --   qwk                 1 - N sum (i-j)^2 n_ij / sum_{i,j} (i-j)^2 row_i col_j    (weights on the values 0..3)
 --   kappa_bin_*         Cohen's kappa once both sides are cut in two: 0|123 (>= 1), 01|23 (>= 2), 012|3 (= 3)
---   macro_f1            mean over the levels present in relevance or label of 2 n_kk / (row_k + col_k):
---                       scikit-learn's default (labels=None); a level neither side used is not averaged in
+--   macro_f1            mean over the four levels 0..3 of F1_k = 2 n_kk / (row_k + col_k), F1_k = 0 for a level
+--                       neither side used: scikit-learn's f1_score(labels=[0, 1, 2, 3], average='macro',
+--                       zero_division=0), the one definition PERAS uses everywhere (classify too)
 --   krippendorff_alpha  ordinal alpha, two coders (human, judge) per pair, n_k = row_k + col_k:
 --                       1 - (2N - 1) 2 sum_{i,j} n_ij d_ij / sum_{c,k} n_c n_k d_ck,
 --                       d_ck = (sum_{g between c and k} n_g - (n_c + n_k) / 2)^2
@@ -89,7 +90,8 @@ level_sums as (
         cot,
         confidence_method,
         sum(n_true * n_pred) as chance_agree,
-        avg(2 * n_both / (n_true + n_pred)) filter (where n_true + n_pred > 0) as macro_f1
+        -- a level with no support and no prediction counts 0, not left out: always divided by 4
+        sum(case when n_true + n_pred > 0 then 2 * n_both / (n_true + n_pred) else 0 end) / 4 as macro_f1
     from level_counts
     group by all
 ),
