@@ -80,19 +80,10 @@ def test_chaotic_server_injects_every_fault_and_answers_at_random() -> None:
     assert len({r.texts for r in confidences if hasattr(r, "texts") and parse_confidence(r.texts).ok}) > 10
 
 
-# Known, open (issue 14): a sampling judgment whose failed vote another run later re-asks successfully is no longer
-# derivable by judgment_check (its votes now give another share), and the gate then reports "asked another way than
-# the run" for runs that shared those requests. Reproduced by the stable-answers round; not yet fixed.
-KNOWN_OPEN = pytest.mark.xfail(
-    strict=False,
-    reason="issue 14, open: a failed sampling vote re-asked by another run changes the share judgment_check counts",
-)
-
-
 @pytest.mark.integration
 @pytest.mark.parametrize(
     "plan",
-    [pytest.param(ROUNDS[0], id="random-answers"), pytest.param(ROUNDS[1], id="stable-answers", marks=KNOWN_OPEN)],
+    [pytest.param(ROUNDS[0], id="random-answers"), pytest.param(ROUNDS[1], id="stable-answers")],
 )
 def test_chaos_round_keeps_every_guarantee(plan: RoundPlan, tmp_path: Path) -> None:
     result = run_round(plan, tmp_path, dict(os.environ), hang_s=60.0, final_attempts=3)

@@ -556,3 +556,33 @@ def test_a_refused_request_is_asked_again_by_a_new_run(sample, capsys, monkeypat
         "select why, parse_status, parse_reason like '%HTTP 400: context length%' from llm_request_history",
     ) == [("failure re-asked", "refused", True)]
     assert not_derivable(sample.warehouse) == []
+
+
+def test_a_sampling_vote_another_run_asks_again_keeps_the_first_judgment_derivable(sample, capsys):
+    """A vote that failed for run `first` and that run `second` then asks again successfully: `first`'s judgment
+    (made with that vote failed) stays derivable from its requests, and so does `second`'s."""
+    mended = {"on": False}
+
+    def respond(request):
+        if not mended["on"] and request.get("seed") == 1:
+            return "I would rather not say."
+        return instant(request)
+
+    sampling = ("--personality", "default", "--cot", "without", "--limit-pairs", "2")
+    sampling += ("--confidence-method", "sampling", "--n-samples", "4")
+    with FakeOpenAI(respond) as server:
+        first = judge_cli(capsys, sample.warehouse, server, "--run-name", "first", *sampling)
+        assert first.exit_code == 0, first.err
+        assert len(server.chat_requests) == 2 * (3 + 5)  # seed 1 regenerated 4 times per pair
+        mended["on"] = True
+        second = judge_cli(capsys, sample.warehouse, server, "--run-name", "second", *sampling)
+        assert second.exit_code == 0, second.err
+        assert len(server.chat_requests) == 16 + 2  # only the failed votes again
+    assert rows(
+        sample.warehouse,
+        "select run_name, confidence, count(*) from judge_runs join judgments using (run_id) group by all order by all",
+    ) == [("first", 75.0, 2), ("second", 100.0, 2)]
+    assert rows(sample.warehouse, "select why, parse_status, count(*) from llm_request_history group by all") == [
+        ("failure re-asked", "parse_failure", 2)
+    ]
+    assert not_derivable(sample.warehouse) == []

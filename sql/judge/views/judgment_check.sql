@@ -5,7 +5,9 @@
 --   (a label failure: the answer does not read; an error: the request or the confidence request was refused);
 -- - verbalized: the confidence request is stored and reads as the judgment's confidence;
 -- (format() is null when an argument is: every argument is coalesced, else a problem would read as none.)
--- - sampling: every vote's request is stored, and the label's share of the votes is the confidence.
+-- - sampling: every vote's request is stored, and the label's share of the votes is the confidence. A vote that
+--   failed for the judgment's run and was asked again since (by a retry or by another run) may count either way:
+--   as the failure the run was given or as its current answer.
 create or replace macro judgment_check(source_table) as table
 with judged as (
     select * from query_table(source_table)
@@ -25,9 +27,13 @@ votes as (
         j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method,
         count(*) as n_votes,
         count(r.request_id) as n_found,
-        count(*) filter (where r.parse_status = 'ok' and r.parsed_value = j.label) as n_for_label
+        count(*) filter (where r.parse_status = 'ok' and r.parsed_value = j.label) as n_for_label_most,
+        count(*) filter (
+            where r.parse_status = 'ok' and r.parsed_value = j.label and fb.request_id is null
+        ) as n_for_label_least
     from judged as j, unnest(j.sample_request_ids) as u(vote_request_id)
     left join llm_requests as r on r.request_id = u.vote_request_id
+    left join failed_before as fb on fb.request_id = u.vote_request_id and fb.run_id = j.run_id
     where j.confidence_method = 'sampling'
     group by all
 ),
@@ -56,7 +62,8 @@ checked as (
                 then 'a confidence failure, but its confidence request reads (or is not stored)'
             when j.confidence_method = 'sampling' and j.status = 'ok'
                  and (v.n_found is distinct from v.n_votes
-                      or abs(100.0 * v.n_for_label / v.n_votes - j.confidence) > 1e-9)
+                      or abs(j.confidence * v.n_votes / 100.0 - round(j.confidence * v.n_votes / 100.0)) > 1e-6
+                      or round(j.confidence * v.n_votes / 100.0) not between v.n_for_label_least and v.n_for_label_most)
                 then 'its votes are not all stored or do not give its label and confidence'
         end as problem
     from judged as j
