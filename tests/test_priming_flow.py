@@ -25,6 +25,13 @@ pytestmark = pytest.mark.integration
 TEN_TOPICS = ["1112341", "1114819", "1117099", "168216", "183378", "264014", "443396", "451602", "833860", "915593"]
 HA_START = "You are a person with very high Agreeableness."
 PASSAGE_LINE = re.compile(r"^\[(\S+)\] ", re.M)
+# The prompt's worked example, as a model that repeats it before answering would (the parser passes over it).
+EXAMPLE_ECHO = 'As in the example, {"example-1": 2, "example-2": 0, "example-3": 3, "example-4": 1}; here:\n'
+
+
+def batch_ids(content: str) -> list[str]:
+    """The ids of the batch's passages: the passage lines after the last 'Passages:' (the first lists the example's)."""
+    return PASSAGE_LINE.findall(content.rsplit("\nPassages:\n", 1)[1])
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +84,11 @@ def priming_responder(qrels: dict[str, int]):
 
     def respond(request: dict) -> str:
         content = request["messages"][-1]["content"]
-        ids = PASSAGE_LINE.findall(content)
+        ids = batch_ids(content)
         primed = any(qrels[d] == 3 for d in ids) and not content.startswith(HA_START)
         scores = {d: qrels[d] if qrels[d] != 2 else epilogue_score(d, primed) for d in ids}
-        return f"```json\n{json.dumps(scores)}\n```"
+        echo = "" if content.startswith(HA_START) else EXAMPLE_ECHO  # default repeats the example first
+        return f"{echo}```json\n{json.dumps(scores)}\n```"
 
     return respond
 
@@ -98,6 +106,17 @@ def test_dl19_draws_are_fixed_by_the_seed(dl19):
         ("2472898", "1929530", "4993096", "1611213"),
     )
     assert [qrels_level(dl19, d) for d in draw.epilogue + draw.high + draw.low] == [2] * 4 + [3] * 4 + [0] * 4
+
+
+def test_a_collection_using_an_example_id_is_refused(dl19, monkeypatch):
+    from dataclasses import replace
+
+    import tasks.priming.draws as draws
+
+    clashing = replace(draws.batch_prompt(), example_ids=("example-1", "528372"))
+    monkeypatch.setattr(draws, "batch_prompt", lambda: clashing)
+    with pytest.raises(UsageError, match="passage id 528372 of dl19 is an id of the batch prompt's example"):
+        load_pools.fn(dl19, "dl19", ["264014"])
 
 
 def qrels_level(settings, doc_id: str) -> int:
@@ -150,7 +169,7 @@ def test_flow_measures_priming_and_a_rerun_sends_nothing(dl19, qrels):
     docs = {t: topic_docs(dl19, t) for t in ("264014", "1112341")}
     for body in bodies:
         content = body["messages"][0]["content"]
-        ids = PASSAGE_LINE.findall(content)
+        ids = batch_ids(content)
         n_epilogue = sum(qrels[d] == 2 for d in ids)
         personality = "HA" if content.startswith(HA_START) else "default"
         condition = "HT" if qrels[ids[0]] == 3 else "LT"

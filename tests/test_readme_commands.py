@@ -55,7 +55,7 @@ def readme_commands() -> list[str]:
 def respond(request: dict) -> str | list[str]:
     """Labels and confidences as `instant` gives them; a priming batch gets a JSON score 0-3 per passage."""
     content = str(request["messages"][-1]["content"])
-    ids = PASSAGE_LINE.findall(content)
+    ids = PASSAGE_LINE.findall(content.rsplit("\nPassages:\n", 1)[-1])  # the batch's: the example's come first
     if "Answer with one JSON object" in content:
         return "```json\n" + json.dumps({d: zlib.crc32(d.encode()) % 4 for d in ids}) + "\n```"
     return instant(request)

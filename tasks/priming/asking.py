@@ -14,7 +14,7 @@ from typing import Any
 from peras.errors import RequestRejected
 from peras.prompting import Personality
 from tasks.engine.spec import Ask, AskFn, ParsedValue
-from tasks.priming.prompt import build_batch_messages, parse_batch_answer
+from tasks.priming.prompt import batch_prompt, build_batch_messages, parse_batch_answer
 
 CONDITIONS = ("HT", "LT")
 Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
@@ -122,10 +122,12 @@ class PrimingStage:
 
 
 def batch_parser(doc_ids: tuple[str, ...]) -> Callable[[str], ParsedValue]:
-    """Read a batch answer into its scores in batch order (tasks/priming/prompt.py), as the engine expects."""
+    """Read a batch answer into its scores in batch order (tasks/priming/prompt.py), as the engine expects; the
+    prompt example's answer, if the model repeats it, is passed over."""
+    example_ids = batch_prompt().example_ids
 
     def parse(text: str) -> ParsedValue:
-        parsed = parse_batch_answer(text, doc_ids)
+        parsed = parse_batch_answer(text, doc_ids, example_ids)
         return ParsedValue(parsed.scores, parsed.ok, parsed.reason)
 
     return parse

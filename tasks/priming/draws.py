@@ -23,6 +23,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import connect
 from tasks.priming.asking import CONDITIONS, BatchItem
+from tasks.priming.prompt import batch_prompt
 
 DEFAULT_BATCH_SETTINGS = ((4, 4), (4, 8), (8, 8))
 LEVELS = {"epilogue": 2, "high": 3, "low": 0}
@@ -130,6 +131,9 @@ def load_pools(settings: Settings, collection_id: str, topics: list[str]) -> Poo
         }
         pools[query_id] = TopicPool(query_id, rows["query_text"][0], levels)
     texts = dict(zip(frame["doc_id"].to_list(), frame["passage_text"].to_list(), strict=True))
+    clash = sorted(set(texts) & set(batch_prompt().example_ids))
+    if clash:  # the example's scores would then read as this passage's
+        raise UsageError(f"passage id {clash[0]} of {collection_id} is an id of the batch prompt's example")
     return Pools(pools, texts)
 
 

@@ -3,10 +3,14 @@
 Message layout as for the judge prompts: personality instruction, blank line, task; the default
 personality sends the task alone.
 
+The prompt shows one worked example, whose passages have the ids `example_ids` of the prompt file: never a
+batch's ids (rendering refuses a batch that uses one), so the example's scores can never be read as a batch's.
+
 An answer is read as follows; anything else is a parse failure with a reason, never a score:
 1. Closed `<think>...</think>` blocks are dropped.
 2. The first JSON object in the text is taken, wherever it starts: code fences and prose around it are
-   ignored. No object: 'no JSON object'.
+   ignored. An object keyed only by the example's ids (the example's answer repeated) is passed over. No
+   object: 'no JSON object'; only the example's: 'only the example's JSON object'.
 3. Its keys are the passage ids (surrounding whitespace and one pair of [brackets] ignored, since the prompt
    lists passages as `[id] text`). Checked in this order: a key twice ('duplicate id X'), an id of the batch
    missing ('missing id X'), a key that is not an id of the batch ('unexpected id X').
@@ -37,6 +41,7 @@ PROMPT_KEYS: dict[str, type] = {
     "description": str,
     "placeholders": list,
     "passage": str,
+    "example_ids": list,
     "template": str,
     "sampling": dict,
 }
@@ -49,15 +54,19 @@ _DIGIT = re.compile(r"\s*([0-9])\s*")
 
 @dataclass(frozen=True, slots=True)
 class BatchPrompt:
-    """The batch task template, the template of one passage line, and the sampling parameters."""
+    """The batch task template, the template of one passage line, the example's ids and the sampling parameters."""
 
     template: str
     passage: str
+    example_ids: tuple[str, ...]
     sampling: dict[str, Any]
     fingerprint: str
 
     def render(self, query: str, passages: Sequence[tuple[str, str]]) -> str:
         """The task text for a query and its (doc_id, text) passages in batch order."""
+        clash = [doc_id for doc_id, _ in passages if doc_id in self.example_ids]
+        if clash:  # load_pools refuses such a collection first; this is the last line of defence
+            raise ValueError(f"passage id {clash[0]} is an id of the batch prompt's example")
         lines = PASSAGE_SEPARATOR.join(self.passage.format_map({"doc_id": d, "text": t}) for d, t in passages)
         ids = ID_SEPARATOR.join(doc_id for doc_id, _ in passages)
         # format_map parses only the template: braces inside a query or passage are left alone.
@@ -81,10 +90,38 @@ def load_batch_prompt(path: Path = PROMPTS_DIR / f"{PROMPT_NAME}.toml") -> Batch
         raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
     _check_placeholders(data["template"], tuple(data["placeholders"]), "template", path)
     _check_placeholders(data["passage"], PASSAGE_PLACEHOLDERS, "passage", path)
+    example_ids = _check_example(data, path)
     text = path.read_text(encoding="utf-8")
     return BatchPrompt(
-        data["template"], data["passage"], dict(data["sampling"]), hashlib.sha256(text.encode()).hexdigest()
+        data["template"],
+        data["passage"],
+        example_ids,
+        dict(data["sampling"]),
+        hashlib.sha256(text.encode()).hexdigest(),
     )
+
+
+def _check_example(data: dict[str, Any], path: Path) -> tuple[str, ...]:
+    """The example's ids: distinct, listed in the template as `passage` renders them, and keying its answer.
+
+    The answer is the template's first JSON object, read as a model's answer would be read.
+    """
+    ids = data["example_ids"]
+    if len(ids) < 2 or not all(isinstance(i, str) and i and _normalise_key(i) == i for i in ids):
+        raise InputError("example_ids must be two or more ids without surrounding spaces or [brackets]", path)
+    if len(set(ids)) != len(ids):
+        raise InputError(f"example_ids repeat an id: {ids}", path)
+    lines = data["template"].splitlines()
+    for doc_id in ids:
+        start = data["passage"].format_map({"doc_id": doc_id, "text": ""})
+        if not any(line.startswith(start) and line[len(start) :].strip() for line in lines):
+            raise InputError(f"the example lists no passage {start.strip()!r}", path)
+    shown = data["template"].format_map(dict.fromkeys(data["placeholders"], ""))
+    found = _first_object(shown)
+    answer = _failed("no JSON object") if found is None else _scores_of(found, ids)
+    if not answer.ok:
+        raise InputError(f"the example's answer does not read as an answer: {answer.reason}", path)
+    return tuple(ids)
 
 
 @cache
@@ -100,11 +137,20 @@ def build_batch_messages(
     return _messages(personality, batch_prompt().render(query, passages))
 
 
-def parse_batch_answer(text: str, doc_ids: Sequence[str]) -> BatchParse:
-    """Read one score per passage id out of a JSON answer, or say why not (module docstring)."""
-    found = _first_object(_THINK_BLOCK.sub("", text))
+def parse_batch_answer(text: str, doc_ids: Sequence[str], example_ids: Sequence[str] = ()) -> BatchParse:
+    """Read one score per passage id out of a JSON answer, or say why not (module docstring).
+
+    `example_ids`: the prompt's example ids (`batch_prompt().example_ids`); an object keyed only by them is skipped.
+    """
+    text = _THINK_BLOCK.sub("", text)
+    found = _first_object(text, skip=frozenset(example_ids))
     if found is None:
-        return _failed("no JSON object")
+        return _failed("only the example's JSON object" if _first_object(text) is not None else "no JSON object")
+    return _scores_of(found, doc_ids)
+
+
+def _scores_of(found: list[tuple[str, Any]], doc_ids: Sequence[str]) -> BatchParse:
+    """The scores of one decoded object, in batch order, or the first problem with it."""
     pairs = [(_normalise_key(key), value) for key, value in found]
     keys = [key for key, _ in pairs]
     for key in keys:
@@ -126,15 +172,19 @@ def parse_batch_answer(text: str, doc_ids: Sequence[str]) -> BatchParse:
     return BatchParse(tuple(scores), True, "ok")
 
 
-def _first_object(text: str) -> list[tuple[str, Any]] | None:
-    """The key-value pairs (in order, repeats kept) of the first decodable JSON object in the text."""
+def _first_object(text: str, skip: frozenset[str] = frozenset()) -> list[tuple[str, Any]] | None:
+    """The key-value pairs (in order, repeats kept) of the first decodable JSON object in the text whose keys are
+    not all in `skip` (an empty object is never skipped)."""
     decoder = json.JSONDecoder(object_pairs_hook=lambda pairs: pairs)
     start = text.find("{")
     while start != -1:
         try:
-            value, _ = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, start)
         except ValueError:
             start = text.find("{", start + 1)
+            continue
+        if value and all(_normalise_key(key) in skip for key, _ in value):
+            start = text.find("{", end)
             continue
         return value  # type: ignore[no-any-return]
     return None
