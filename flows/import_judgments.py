@@ -24,16 +24,21 @@ def import_judgments(
     collection: str,
     confidence_column: int | None = None,
     model: str | None = None,
+    out_of_range: str = "fail",
     settings: Settings | None = None,
 ) -> ImportReport:
     """Read the file, report what does not match the qrels, and publish it as run `name` atomically.
 
-    Re-importing the same file with the same options is a no-op; a changed file replaces the run.
+    `out_of_range` is what an integer label outside 0-3 becomes: 'fail' (a label failure, never scored) or
+    'clip' (0 or 3, as the LLMJudge challenge scored). Re-importing the same file with the same options is a
+    no-op; a changed file or another option replaces the run.
     """
     settings = settings or load_settings()
-    parsed = parse_judgment_file(Path(path), confidence_column)
-    fingerprint = fingerprint_import(parsed, collection, model or "unknown", confidence_column)
-    report = publish_import(settings, parsed, name, collection, model or "unknown", confidence_column, fingerprint)
+    parsed = parse_judgment_file(Path(path), confidence_column, out_of_range)
+    fingerprint = fingerprint_import(parsed, collection, model or "unknown", confidence_column, out_of_range)
+    report = publish_import(
+        settings, parsed, name, collection, model or "unknown", confidence_column, fingerprint, out_of_range
+    )
     publish_analyst_snapshot(settings)
     publish_import_artifact(report)
     return report

@@ -39,6 +39,7 @@ def test_every_submission_imports_with_its_problems_reported(llmjudge):
         assert (report.n_lines, report.n_judgments, report.n_scored) == (N_TEST_PAIRS, N_TEST_PAIRS, N_TEST_PAIRS - bad)
         assert report.counts == {
             "bad_label": bad,
+            "clipped": 0,
             "bad_confidence": 0,
             "duplicate": 0,
             "not_in_qrels": 0,

@@ -24,10 +24,11 @@ from import_rows;
 
 insert into import_reports (
     run_id, run_name, collection_id, path, sha256, fingerprint, n_lines, n_judgments, n_scored, n_bad_labels,
-    n_bad_confidences, n_duplicates, n_not_in_qrels, n_missing_from_file, examples, imported_at
+    n_bad_confidences, n_duplicates, n_not_in_qrels, n_missing_from_file, examples, imported_at, out_of_range,
+    n_clipped
 )
 values (
     $run_id, $run_name, $collection_id, $path, $sha256, $fingerprint, $n_lines, $n_judgments, $n_scored,
     $n_bad_labels, $n_bad_confidences, $n_duplicates, $n_not_in_qrels, $n_missing_from_file, $examples,
-    $imported_at
+    $imported_at, $out_of_range, $n_clipped
 );

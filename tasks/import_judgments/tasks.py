@@ -5,6 +5,11 @@ of which (1-based --confidence-column) holds a 0-100 confidence. A line with the
 is an error naming file and line; everything else that is off (a label outside 0-3, a confidence that is
 not a number 0-100, a repeated pair, pairs that the qrels and the file do not share) is reported: counted,
 with the first few examples, in the printed report and in import_reports. Nothing is dropped silently.
+
+An integer label outside 0-3 is a label failure by default (--out-of-range fail). With --out-of-range clip it
+becomes the nearest end of the scale (5 -> 3, -1 -> 0), counted as clipped: how the LLMJudge challenge scored
+its submissions, so that their published Cohen's kappa is reproduced. A label that is not an integer ('2.5',
+'two') is a failure under either policy: clipping guesses nothing but which end of the scale was meant.
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ from tasks.ingest.sources import sha256_file
 
 IMPORT_VERSION = "1"  # bump when parsing changes, so that unchanged files are read again
 MAX_EXAMPLES = 5
+OUT_OF_RANGE = ("fail", "clip")  # what an integer label outside 0-3 becomes: a label failure, or 0 / 3
 INTEGER = re.compile(r"^[+-]?\d+$")
 COUNT_COLUMNS = {
     "bad_label": "n_bad_labels",
+    "clipped": "n_clipped",
     "bad_confidence": "n_bad_confidences",
     "duplicate": "n_duplicates",
     "not_in_qrels": "n_not_in_qrels",
@@ -84,18 +91,20 @@ class ImportReport:
     run_name: str
     collection_id: str
     path: str
+    out_of_range: str  # 'fail' or 'clip'
     n_lines: int
     n_judgments: int
     n_scored: int
-    counts: dict[str, int]  # bad_label, bad_confidence, duplicate, not_in_qrels, missing_from_file
+    counts: dict[str, int]  # bad_label, clipped, bad_confidence, duplicate, not_in_qrels, missing_from_file
     examples: dict[str, list[dict[str, Any]]]
 
 
 @task
-def parse_judgment_file(path: Path, confidence_column: int | None) -> ParsedFile:
+def parse_judgment_file(path: Path, confidence_column: int | None, out_of_range: str) -> ParsedFile:
     """Read every line; a wrong column count stops the import, any other problem is recorded as an issue."""
+    check_out_of_range(out_of_range)
     n_columns = 4 if confidence_column is None else None  # with a confidence column: the first line's count
-    issues = {kind: Issue() for kind in ("bad_label", "bad_confidence", "duplicate")}
+    issues = {kind: Issue() for kind in ("bad_label", "clipped", "bad_confidence", "duplicate")}
     seen: set[tuple[str, str]] = set()
     rows: list[tuple[Any, ...]] = []
     n_lines = 0
@@ -113,11 +122,17 @@ def parse_judgment_file(path: Path, confidence_column: int | None) -> ParsedFile
             issues["duplicate"].add(line_no, query_id, doc_id, text.strip())
             continue
         seen.add((query_id, doc_id))
-        rows.append(_judgment_row(line_no, fields, confidence_column, issues))
+        rows.append(_judgment_row(line_no, fields, confidence_column, out_of_range, issues))
     if not rows:
         raise InputError("no judgments in file (only blank lines)", path)
     frame = pl.DataFrame(rows, schema=ROW_SCHEMA, orient="row")
     return ParsedFile(str(path), sha256_file(path), frame, n_lines, issues)
+
+
+def check_out_of_range(out_of_range: str) -> None:
+    """A policy other than fail or clip is a usage error (one line), before a byte of the file is read."""
+    if out_of_range not in OUT_OF_RANGE:
+        raise UsageError(f"--out-of-range must be fail or clip, not {clip(out_of_range, quote=True)}")
 
 
 def _column_problem(found: int, expected: int, confidence_column: int | None) -> str | None:
@@ -135,11 +150,16 @@ def _column_problem(found: int, expected: int, confidence_column: int | None) ->
 
 
 def _judgment_row(
-    line_no: int, fields: list[str], confidence_column: int | None, issues: dict[str, Issue]
+    line_no: int, fields: list[str], confidence_column: int | None, out_of_range: str, issues: dict[str, Issue]
 ) -> tuple[Any, ...]:
     """(line, query, doc, label, confidence, status, reason): a bad label or confidence becomes null + reason."""
     query_id, doc_id, label_text = fields[0], fields[2], fields[3]
     label = int(label_text) if INTEGER.match(label_text) else None
+    note = None  # a clipped label says so in its reason, though its status is 'ok'
+    if label is not None and not 0 <= label <= 3 and out_of_range == "clip":
+        issues["clipped"].add(line_no, query_id, doc_id, label_text)
+        label = min(max(label, 0), 3)
+        note = f"line {line_no}: label {clip(label_text, quote=True)} clipped to {label} (--out-of-range clip)"
     if label is None or not 0 <= label <= 3:
         issues["bad_label"].add(line_no, query_id, doc_id, label_text)
         return (
@@ -152,7 +172,7 @@ def _judgment_row(
             f"line {line_no}: label {clip(label_text, quote=True)} is not an integer 0-3",
         )
     if confidence_column is None:
-        return (line_no, query_id, doc_id, label, None, "ok", None)
+        return (line_no, query_id, doc_id, label, None, "ok", note)
     confidence_text = fields[confidence_column - 1]
     confidence = _number(confidence_text)
     if confidence is None or not 0 <= confidence <= 100:
@@ -166,7 +186,7 @@ def _judgment_row(
             "confidence_parse_failure",
             f"line {line_no}: confidence {clip(confidence_text, quote=True)} is not a number 0-100",
         )
-    return (line_no, query_id, doc_id, label, confidence, "ok", None)
+    return (line_no, query_id, doc_id, label, confidence, "ok", note)
 
 
 def _number(text: str) -> float | None:
@@ -178,7 +198,9 @@ def _number(text: str) -> float | None:
 
 
 @task
-def fingerprint_import(parsed: ParsedFile, collection_id: str, model: str, confidence_column: int | None) -> str:
+def fingerprint_import(
+    parsed: ParsedFile, collection_id: str, model: str, confidence_column: int | None, out_of_range: str
+) -> str:
     """sha256 over the file's sha256 and every option that changes what is stored."""
     basis = {
         "v": IMPORT_VERSION,
@@ -186,6 +208,7 @@ def fingerprint_import(parsed: ParsedFile, collection_id: str, model: str, confi
         "collection_id": collection_id,
         "model": model,
         "confidence_column": confidence_column,
+        "out_of_range": out_of_range,
     }
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
@@ -199,6 +222,7 @@ def publish_import(
     model: str,
     confidence_column: int | None,
     fingerprint: str,
+    out_of_range: str,
 ) -> ImportReport:
     """Compare with the qrels and replace the named run in one transaction (a no-op if nothing changed)."""
     run_id = "import-" + hashlib.sha256(f"{run_name}\n{fingerprint}".encode()).hexdigest()[:16]
@@ -218,6 +242,7 @@ def publish_import(
             run_name=run_name,
             collection_id=collection_id,
             path=parsed.path,
+            out_of_range=out_of_range,
             n_lines=parsed.n_lines,
             n_judgments=parsed.rows.height,
             n_scored=int(n_scored),
@@ -250,6 +275,7 @@ def _stored_report(con: Any, run_id: str) -> ImportReport:
         run_name=row["run_name"],
         collection_id=row["collection_id"],
         path=row["path"],
+        out_of_range=row["out_of_range"],
         n_lines=row["n_lines"],
         n_judgments=row["n_judgments"],
         n_scored=row["n_scored"],
@@ -271,6 +297,7 @@ def _replace_run(
         "sha256": parsed.sha256,
         "fingerprint": fingerprint,
         "confidence_column": confidence_column,
+        "out_of_range": report.out_of_range,
     }
     with transaction(con):
         run_sql(
@@ -287,6 +314,7 @@ def _replace_run(
                 "path": parsed.path,
                 "sha256": parsed.sha256,
                 "fingerprint": fingerprint,
+                "out_of_range": report.out_of_range,
                 "n_lines": parsed.n_lines,
                 "n_judgments": report.n_judgments,
                 "n_scored": report.n_scored,
@@ -319,6 +347,7 @@ def describe_import(report: ImportReport) -> list[str]:
 
 ISSUE_WORDS = {
     "bad_label": "labels not an integer 0-3 (kept as label failures)",
+    "clipped": "labels outside 0-3 clipped to 0 or 3 (--out-of-range clip)",
     "bad_confidence": "confidences not a number 0-100 (kept without confidence)",
     "duplicate": "lines repeating an earlier pair (first kept)",
     "not_in_qrels": "pairs not in the qrels (kept, not scored)",

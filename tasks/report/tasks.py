@@ -52,6 +52,7 @@ PRIMING_VIEWS = ["priming_index", "priming_personality"]  # sql/priming/views/pr
 PRIMING_MAX_ROWS = 100
 READS = [
     "failures",
+    "imports",
     "table_metrics",
     "personality_kappa",
     "judge_kappa",
@@ -68,6 +69,7 @@ class ReportData:
 
     runs: pl.DataFrame
     failures: pl.DataFrame
+    imports: pl.DataFrame  # imported runs: their file and out-of-range policy (sql/report/select_imports.sql)
     table_metrics: pl.DataFrame
     personality_kappa: pl.DataFrame
     judge_kappa: pl.DataFrame
@@ -263,6 +265,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "filters": filters,
         "runs": data.runs.to_dicts(),
         "failures": data.failures.to_dicts(),
+        "imports": data.imports.to_dicts(),
         "agreement_tables": metric_tables(data.table_metrics, AGREEMENT_METRICS),
         "reliability_tables": metric_tables(data.table_metrics, RELIABILITY_METRICS),
         "figures": {section: [f for f in figures if f.section == section] for section in SECTIONS},
