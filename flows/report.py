@@ -9,7 +9,6 @@ from prefect import flow
 from peras.settings import Settings, load_settings
 from tasks.metrics.tasks import refresh_views
 from tasks.report.tasks import (
-    CONFIDENCE_PERSONALITIES,
     FIGURES_DIR,
     ReportSummary,
     draw_figures,
@@ -33,13 +32,14 @@ def report(
     """Write OUTPUT/report.html (default: the settings' reports_dir) and its PNGs in OUTPUT/figures.
 
     Covers the runs named (default: every published run), optionally of one collection. `personalities` picks the
-    bars of the confidence-by-relevance figure. The numbers are the SQL views' (sql/metrics, read by sql/report).
+    bars of the confidence figures (default: HN and LC in the study's Figure 3, the judgments labelled 0; default,
+    HA, LA, HN, LN in the one of all judgments). The numbers are the SQL views' (sql/metrics, read by sql/report).
     """
     settings = settings or load_settings()
     out_dir = Path(output) if output else settings.reports_dir
     refresh_views(settings)
     data = read_report_data(settings, runs, collection)
-    figures = draw_figures(data, out_dir / FIGURES_DIR, personalities or CONFIDENCE_PERSONALITIES)
+    figures = draw_figures(data, out_dir / FIGURES_DIR, personalities)
     priming_plots = find_priming_plots(settings.reports_dir / "priming")
     html = render_report(data, figures, priming_plots, {"runs": runs, "collection": collection})
     summary = write_report(html, out_dir / "report.html", data, figures)

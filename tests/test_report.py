@@ -154,11 +154,11 @@ def test_report_of_the_judged_sample(judged_sample, tmp_path):
     page = check_self_contained(html)
 
     assert summary.path == tmp_path / "out" / "report.html"
-    assert (summary.n_runs, summary.n_settings, summary.n_figures) == (1, 2, 10)
-    # per setting: two radars, the kappa heatmap, confidence by label, reliability diagrams
-    assert len(page.images) == html.count("<img ") == 10
+    assert (summary.n_runs, summary.n_settings, summary.n_figures) == (1, 2, 12)
+    # per setting: two radars, the kappa heatmap, the two confidence figures, reliability diagrams
+    assert len(page.images) == html.count("<img ") == 12
     pngs = sorted((tmp_path / "out" / "figures").glob("*.png"))
-    assert len(pngs) == 10
+    assert len(pngs) == 12
     assert all(p.stat().st_size > 1000 and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert summary.n_bytes == summary.path.stat().st_size > sum(p.stat().st_size for p in pngs)
 
@@ -233,7 +233,7 @@ def test_cli_writes_the_report(judged_sample, tmp_path, capsys):
     assert result.exit_code == 0, result.err
     size = (out / "report.html").stat().st_size
     assert result.out == (
-        f"wrote {out / 'report.html'} ({size:,} bytes): 1 run(s), 2 setting(s), 10 figures "
+        f"wrote {out / 'report.html'} ({size:,} bytes): 1 run(s), 2 setting(s), 12 figures "
         f"(PNGs in {out / 'figures'})\n"
     )
 
@@ -421,6 +421,117 @@ def test_personality_kappa_is_cohens_kappa_of_the_two_label_lists(constructed):
     assert kappa["name-r1", "HA", "LA"] == (9, 0.0)  # a constant labeller agrees with nobody beyond chance
     assert kappa["name-r1", "LA", "LA"] == (9, None)  # one label on both sides: undefined
     assert kappa["name-r2", "default", "HA"] == (4, None)
+
+
+# ----------------------------------------------------------- Figure 3: confidence of the judgments labelled 0
+
+# (relevance, label, confidence) per personality of run f3 (no CoT, verbalized)
+FIGURE3 = {
+    # labelled 0 at every level: means 85 (90, 80), 70, 60, 40; the 1 and the 2 are not labelled 0
+    "HN": [(0, 0, 90.0), (0, 0, 80.0), (1, 0, 70.0), (2, 0, 60.0), (3, 0, 40.0), (3, 1, 99.0), (2, 2, 95.0)],
+    # labelled 0 at levels 0 and 1 only (2 and 3: no bar); a label failure and a missing confidence do not count
+    "LC": [(0, 0, 100.0), (1, 0, 100.0), (1, 0, 90.0), (3, 3, 50.0), (2, 1, 30.0), (0, None, None), (0, 0, None)],
+    # right at every level: one label-0 judgment
+    "default": [(0, 0, 50.0), (1, 1, 50.0), (2, 2, 50.0), (3, 3, 50.0)],
+}
+# (personality, relevance, n_judgments, mean_confidence) of the judgments labelled 0
+PREDICTED_ZERO = [
+    ("HN", 0, 2, 85.0),
+    ("HN", 1, 1, 70.0),
+    ("HN", 2, 1, 60.0),
+    ("HN", 3, 1, 40.0),
+    ("LC", 0, 1, 100.0),
+    ("LC", 1, 2, 95.0),
+    ("default", 0, 1, 50.0),
+]
+# the same over all judgments with a label and a confidence, whatever the label
+ALL_LABELS = [
+    ("HN", 0, 2, 85.0),
+    ("HN", 1, 1, 70.0),
+    ("HN", 2, 2, 77.5),
+    ("HN", 3, 2, 69.5),
+    ("LC", 0, 1, 100.0),
+    ("LC", 1, 2, 95.0),
+    ("LC", 2, 1, 30.0),
+    ("LC", 3, 1, 50.0),
+    ("default", 0, 1, 50.0),
+    ("default", 1, 1, 50.0),
+    ("default", 2, 1, 50.0),
+    ("default", 3, 1, 50.0),
+]
+
+
+@pytest.fixture
+def figure3(settings):
+    rows = [
+        Judgment("f3", p, False, "verbalized", "q1", f"d{p}{i}", relevance, label, confidence)
+        for p, cells in FIGURE3.items()
+        for i, (relevance, label, confidence) in enumerate(cells)
+    ]
+    with open_migrated(settings.warehouse) as con:
+        load_judgments(con, rows)
+    return settings
+
+
+def bars(frame: pl.DataFrame) -> list[tuple]:
+    return sorted(frame.select("personality", "relevance", "n_judgments", "mean_confidence").iter_rows())
+
+
+@pytest.mark.integration
+def test_figure_3_reads_the_confidence_of_the_judgments_labelled_0(figure3):
+    data = read_report_data.fn(figure3, None, None)
+    assert bars(data.confidence_of_predicted_zero) == sorted(PREDICTED_ZERO)
+    assert bars(data.confidence_by_relevance) == sorted(ALL_LABELS)
+    assert set(data.confidence_of_predicted_zero["run_name"]) == {"name-f3"}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("personalities", "figure_3", "all_judgments"),
+    [
+        # the defaults: HN and LC in Figure 3 as in the study; of default, HA, LA, HN, LN those that judged
+        (None, ["HN", "LC"], ["default", "HN"]),
+        # --personality picks the bars of both
+        (["LC", "default"], ["LC", "default"], ["LC", "default"]),
+    ],
+)
+def test_figure_3_draws_hn_and_lc_and_the_other_figure_says_what_it_is(
+    figure3, tmp_path, monkeypatch, personalities, figure_3, all_judgments
+):
+    from tasks.report import charts
+
+    drawn: dict[str, tuple] = {}
+    original = charts.draw_confidence_bars
+
+    def spy(frame, shown, xlabel, title, path):
+        drawn[path.name] = (bars(frame), list(shown), xlabel, title)
+        return original(frame, shown, xlabel, title, path)
+
+    monkeypatch.setattr(charts, "draw_confidence_bars", spy)
+    summary = report(output=str(tmp_path), personalities=personalities, settings=figure3)
+    html = summary.path.read_text(encoding="utf-8")
+    check_self_contained(html)
+    zero, every = (
+        drawn["confidence-predicted-0-name-f3-nocot-verbalized.png"],
+        drawn["confidence-by-label-name-f3-nocot-verbalized.png"],
+    )
+    assert zero == (
+        sorted(PREDICTED_ZERO),
+        figure_3,
+        "human relevance label of the pairs the judge labelled 0",
+        "Mean confidence of the judgments labelled 0, by human relevance · name-f3 · no CoT · verbalized",
+    )
+    assert every == (
+        sorted(ALL_LABELS),
+        all_judgments,
+        "human relevance label (any judged label)",
+        "Mean confidence of all judgments, by human relevance · name-f3 · no CoT · verbalized",
+    )
+    # two radars, the kappa heatmap, the two confidence figures, the reliability diagrams
+    assert summary.n_figures == 6
+    assert "<h2>Mean confidence of the judgments labelled 0, by human relevance (Figure 3)</h2>" in html
+    assert "<h2>Mean confidence of all judgments, by human relevance</h2>" in html
+    assert f"<figcaption>{zero[3]} · <code>confidence-predicted-0-name-f3-nocot-verbalized.png</code>" in html
 
 
 # ------------------------------------------------------------------------- the 33 LLMJudge submissions

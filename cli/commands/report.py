@@ -22,7 +22,8 @@ from peras.settings import Settings
     "--personality",
     "personalities",
     multiple=True,
-    help="A personality in the confidence-by-label figure (repeatable) [default: default HA LA HN LN].",
+    help="A personality in the two confidence figures (repeatable) [default: HN LC in Figure 3, the judgments "
+    "labelled 0; default HA LA HN LN in the one of all judgments].",
 )
 @settings_options
 def report(

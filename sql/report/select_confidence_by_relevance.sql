@@ -1,5 +1,6 @@
--- Mean confidence per human relevance level (the study's Figure 3), per run, setting and personality, over the
--- judgments that have a label and a confidence (what every confidence metric scores).
+-- Mean confidence of all judgments per human relevance level, whatever label they gave, per run, setting and
+-- personality, over the judgments that have a label and a confidence (what every confidence metric scores). Not
+-- the study's Figure 3, which keeps only the judgments labelled 0 (select_confidence_of_predicted_zero.sql).
 with cells as (
     select * from metric_cells_snapshot
     where label is not null and confidence is not null

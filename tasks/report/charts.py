@@ -1,4 +1,4 @@
-"""The report's figures (the study's Figures 2-5 and reliability diagrams), drawn with matplotlib into PNG files.
+"""The report's figures (the study's Figures 2-5, reliability diagrams and more), drawn with matplotlib into PNG files.
 
 Each function takes the rows of one setting (a run x CoT setting x confidence method) and writes one PNG. They use
 `matplotlib.figure.Figure` directly, not pyplot: no global state, no GUI backend, safe inside Prefect's threads.
@@ -143,24 +143,33 @@ def draw_kappa_heatmap(
     return save(figure, path)
 
 
-def draw_confidence_bars(confidence: pl.DataFrame, personalities: Sequence[str], title: str, path: Path) -> Path:
-    """Mean confidence per human relevance level, one bar per personality (the study's Figure 3)."""
+def draw_confidence_bars(
+    confidence: pl.DataFrame, personalities: Sequence[str], xlabel: str, title: str, path: Path
+) -> Path:
+    """Mean confidence per human relevance level, one bar per personality, each bar's judgment count above it.
+
+    `confidence` has personality, relevance, n_judgments and mean_confidence: all judgments, or only those labelled
+    0 (the study's Figure 3); a level without judgments is a gap.
+    """
     levels = [0, 1, 2, 3]
     width = 0.8 / max(len(personalities), 1)
     figure = Figure(figsize=(6.2, 3.8))
     ax = figure.add_subplot()
     for k, (color, personality) in enumerate(zip(COLORS, personalities, strict=False)):
         rows = confidence.filter(pl.col("personality") == personality)
-        by_level = dict(zip(rows["relevance"].to_list(), rows["mean_confidence"].to_list(), strict=True))
-        heights = [by_level.get(level) for level in levels]
+        by_level = {r["relevance"]: (r["mean_confidence"], r["n_judgments"]) for r in rows.iter_rows(named=True)}
         xs = [level - 0.4 + width * (k + 0.5) for level in levels]
-        ax.bar(xs, [math.nan if h is None else h for h in heights], width=width * 0.95, color=color, label=personality)
+        heights = [by_level[level][0] if level in by_level else math.nan for level in levels]
+        ax.bar(xs, heights, width=width * 0.95, color=color, label=personality)
+        for x, level in zip(xs, levels, strict=True):
+            if level in by_level:
+                ax.text(x, by_level[level][0] + 1, f"{by_level[level][1]:,}", ha="center", va="bottom", fontsize=6)
     ax.set_xticks(levels, [f"{level}" for level in levels])
-    ax.set_xlabel("human relevance label")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("mean confidence (0-100)")
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 110)
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_wrap(title, 80), fontsize=10)
     ax.legend(
         ncols=min(len(personalities), 6), fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False
     )

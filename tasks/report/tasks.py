@@ -44,10 +44,14 @@ FIGURE_NAMES = (
     "radar-reliability-",
     "kappa-personalities-",
     "confidence-by-label-",
+    "confidence-predicted-0-",
     "reliability-",
     "kappa-runs-",
 )
-CONFIDENCE_PERSONALITIES = ["default", "HA", "LA", "HN", "LN"]  # Figure 3's bars unless --personality is given
+# The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
+# compares HN with LC; the mean confidence of all judgments, a few contrasting personalities.
+PREDICTED_ZERO_PERSONALITIES = ["HN", "LC"]
+CONFIDENCE_PERSONALITIES = ["default", "HA", "LA", "HN", "LN"]
 PRIMING_VIEWS = ["priming_index", "priming_personality"]  # sql/priming/views/priming_*.sql
 PRIMING_MAX_ROWS = 100
 READS = [
@@ -57,10 +61,11 @@ READS = [
     "personality_kappa",
     "judge_kappa",
     "confidence_by_relevance",
+    "confidence_of_predicted_zero",
     "calibration_bins",
     "classifier",
 ]
-SECTIONS = ("radar", "kappa", "judges", "confidence", "calibration")  # the template's figure sections
+SECTIONS = ("radar", "kappa", "judges", "confidence", "confidence_all", "calibration")  # the template's figure sections
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class ReportData:
     personality_kappa: pl.DataFrame
     judge_kappa: pl.DataFrame
     confidence_by_relevance: pl.DataFrame
+    confidence_of_predicted_zero: pl.DataFrame
     calibration_bins: pl.DataFrame
     classifier: pl.DataFrame
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
@@ -142,15 +148,18 @@ def _nothing_matches(con: Any, missing: list[str], collection: str | None) -> st
 
 
 @task(cache_policy=NO_CACHE)
-def draw_figures(data: ReportData, figures_dir: Path, confidence_personalities: list[str]) -> list[Figure]:
-    """Every figure of every setting as a PNG in figures_dir, after removing an earlier report's PNGs from it."""
+def draw_figures(data: ReportData, figures_dir: Path, personalities: list[str] | None) -> list[Figure]:
+    """Every figure of every setting as a PNG in figures_dir, after removing an earlier report's PNGs from it.
+
+    `personalities`: the bars of both confidence figures; None for their defaults."""
     for old in figures_dir.glob("*.png"):
         if old.name.startswith(FIGURE_NAMES):
             old.unlink()
+    chosen = (personalities or PREDICTED_ZERO_PERSONALITIES, personalities or CONFIDENCE_PERSONALITIES)
     figures: list[Figure] = []
     with track("report figures", len(data.settings) + 1) as bar:
         for setting in data.settings:
-            figures += _setting_figures(data, setting, figures_dir, confidence_personalities)
+            figures += _setting_figures(data, setting, figures_dir, *chosen)
             bar.advance()
         figures += _judge_figures(data, figures_dir)
         bar.advance()
@@ -174,14 +183,18 @@ def _judge_figures(data: ReportData, out: Path) -> list[Figure]:
     return figures
 
 
-def _setting_figures(data: ReportData, s: Setting, out: Path, chosen: list[str]) -> list[Figure]:
-    """The radars (3+ personalities), the personality kappa heatmap (2+) and, with confidences, Figure 3 and the
-    reliability diagrams: a radar over fewer axes, or a 1 x 1 heatmap, shows nothing."""
+def _setting_figures(
+    data: ReportData, s: Setting, out: Path, chosen_zero: list[str], chosen_all: list[str]
+) -> list[Figure]:
+    """The radars (3+ personalities), the personality kappa heatmap (2+) and, with confidences, Figure 3 (the chosen
+    personalities' judgments labelled 0), the mean confidence of all judgments and the reliability diagrams: a radar
+    over fewer axes, or a 1 x 1 heatmap, shows nothing."""
     metrics = s.rows(data.table_metrics)
     personalities = order_personalities(set(metrics["personality"].to_list()))
     has_confidence = bool(metrics.filter(pl.col("metric").is_in(RELIABILITY_METRICS))["value"].is_not_null().any())
-    confidence = s.rows(data.confidence_by_relevance)
-    shown = [p for p in chosen if p in set(confidence["personality"].to_list())]
+    zero, confidence = s.rows(data.confidence_of_predicted_zero), s.rows(data.confidence_by_relevance)
+    shown_zero = [p for p in chosen_zero if p in set(zero["personality"].to_list())]
+    shown = [p for p in chosen_all if p in set(confidence["personality"].to_list())]
     ece = {r["personality"]: r["value"] for r in metrics.filter(pl.col("metric") == "ece").iter_rows(named=True)}
     many, kappa, bins = len(personalities) >= 3, s.rows(data.personality_kappa), s.rows(data.calibration_bins)
     plan: list[tuple[bool, str, str, str, Callable[..., Path], tuple[Any, ...]]] = [
@@ -211,12 +224,20 @@ def _setting_figures(data: ReportData, s: Setting, out: Path, chosen: list[str])
             (kappa, personalities),
         ),
         (
-            has_confidence and bool(shown),
+            has_confidence and bool(shown_zero),
             "confidence",
-            "Mean confidence by relevance",
+            "Mean confidence of the judgments labelled 0, by human relevance",
+            "confidence-predicted-0",
+            charts.draw_confidence_bars,
+            (zero, shown_zero, "human relevance label of the pairs the judge labelled 0"),
+        ),
+        (
+            has_confidence and bool(shown),
+            "confidence_all",
+            "Mean confidence of all judgments, by human relevance",
             "confidence-by-label",
             charts.draw_confidence_bars,
-            (confidence, shown),
+            (confidence, shown, "human relevance label (any judged label)"),
         ),
         (
             has_confidence,
