@@ -292,8 +292,10 @@ def test_a_second_run_of_the_same_model_sends_nothing_for_any_request_kind(sampl
         first = judge_cli(capsys, sample.warehouse, server, "--run-name", "first", *ALL_KINDS)
         assert first.exit_code == 0, first.err
         sent = len(server.chat_requests)
-        # 2 personalities x 2 settings x 3 pairs: verbalized 2 requests, logprob 1, sampling 3 each
-        assert sent == 12 * (2 + 1 + 3)
+        # 2 personalities x 2 settings x 3 pairs: verbalized 2 requests, logprob 1, sampling 3 each; the confidence
+        # request names the label, not the reasoning: where both CoT settings gave one label (3 items), it is one
+        # request, sent once
+        assert sent == 12 * (2 + 1 + 3) - 3
         second = judge_cli(capsys, sample.warehouse, server, "--run-name", "second", *ALL_KINDS)
         assert second.exit_code == 0, second.err
         assert len(server.chat_requests) == sent

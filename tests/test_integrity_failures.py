@@ -386,3 +386,38 @@ def test_settings_hide_url_credentials_when_serialized_but_keep_them_in_process(
     assert SECRET not in settings.model_dump_json()
     assert settings.model_dump()["base_urls"][0] == f"http://peras:{SECRET}@127.0.0.1:8000/v1"
     assert settings.base_urls[0] == f"http://peras:{SECRET}@127.0.0.1:8000/v1"
+
+
+# 2. An identical request is sent once per run, however far apart its asks are -----------------------------------
+
+
+def test_an_identical_request_asked_twice_in_one_run_is_sent_once(settings, tmp_path, capsys, monkeypatch):
+    """Two pairs whose passages have one text ask identical requests; asked one after the other (concurrency 1,
+    so the in-flight dedupe cannot catch it, and before the shard holding the first answer is loaded), the second
+    reuses the first's answer."""
+    monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
+    monkeypatch.setenv("PERAS_CONCURRENCY", "1")
+    files = user_files(tmp_path / "mine")
+    first = json.loads(files["passages"].read_text().splitlines()[0])
+    with files["passages"].open("a") as handle:
+        handle.write(json.dumps({"docid": "e1-copy", "doc": first["doc"]}) + "\n")
+    with files["qrels"].open("a") as handle:
+        handle.write("s1 0 e1-copy 3\n")
+    assert ingest_cli(capsys, settings.warehouse, files).exit_code == 0
+    with FakeOpenAI(instant) as server:
+        result = run_cli(
+            capsys,
+            *("judge", "mine", "--warehouse", str(settings.warehouse), "--personality", "default"),
+            *("--cot", "without", "--base-url", server.base_url, "--model", "fake-model"),
+        )
+        assert result.exit_code == 0, result.err
+        bodies = [json.dumps(r.body, sort_keys=True) for r in server.chat_requests]
+    assert len(bodies) == 41 * 2 - 2  # the copy's label and confidence requests are the original's
+    assert len(set(bodies)) == len(bodies)
+    original, copy = rows(
+        settings.warehouse,
+        "select label, confidence, label_request_id, confidence_request_id from judgments"
+        " where doc_id like 'e1%' order by doc_id",
+    )
+    assert original == copy
+    assert not_derivable(settings.warehouse) == []

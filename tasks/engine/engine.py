@@ -62,6 +62,10 @@ class Engine:
         self.thread = WarehouseThread(warehouse)
         self.cache = AnswerCache(self.thread, identity.model)
         self._in_flight: dict[str, asyncio.Future[Answer]] = {}
+        # Answers this engine journaled whose shard is not loaded yet (the cache cannot see them), and the ids of
+        # every request it answered: an identical request asked later in the run reuses the answer, never resends.
+        self._unloaded: dict[str, StoredAnswer] = {}
+        self._answered_now: set[str] = set()
         self._loads: list[asyncio.Future[int]] = []
         self._journal: ShardJournal | None = None
 
@@ -92,7 +96,7 @@ class Engine:
             shard_dir(self.shards_root, self.identity),
             self.identity,
             self.rows_per_shard,
-            on_closed=lambda files: self._loads.append(loop.create_task(self._load(files))),
+            on_closed=lambda files: self._loads.append(loop.create_task(self._load(files, list(self._unloaded)))),
         )
         self._journal = journal
         spent: list[BudgetReached] = []
@@ -125,11 +129,15 @@ class Engine:
             if errors:
                 raise errors[0]
 
-    async def _load(self, files: list[Path]) -> int:
+    async def _load(self, files: list[Path], request_ids: list[str]) -> int:
         paths = {"requests": [str(files[0])], "outcomes": [str(files[1])]}
         dropped = await self.thread.call(
             self.thread.write, load_shards, self.warehouse, self.shards_root, self.identity, paths
         )
+        # Loaded: the cache answers for these requests from now on.
+        self.cache.add(request_ids)
+        for request_id in request_ids:
+            self._unloaded.pop(request_id, None)
         self.stats.n_dropped += dropped
         self.stats.n_items -= dropped  # asked again in the next pass, counted there: an item counts once
         if self.on_shard is not None:
@@ -166,17 +174,18 @@ class Engine:
             del self._in_flight[request_id]
 
     async def _answer(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
-        stored = await self.cache.get(request_id)
-        if stored is not None and self._usable(stored):
+        stored = self._unloaded.get(request_id) or await self.cache.get(request_id)
+        if stored is not None and self._usable(request_id, stored):
             self.stats.n_cached += 1
             if stored.parse_status == "refused":
                 raise RequestRejected(stored.parse_reason or "refused", request_id=request_id)
             return Answer(request_id, spec.parse(stored.raw_text or ""), stored.raw_text or "", stored.logprobs, True)
         return await self._send(spec, request_id, prompt_hash)
 
-    def _usable(self, stored: StoredAnswer) -> bool:
-        """Answers that read are always reused; failures only by the run that stored them, unless retrying."""
-        if stored.parse_status == "ok":
+    def _usable(self, request_id: str, stored: StoredAnswer) -> bool:
+        """Answers that read are always reused; failures by the run that stored them (unless retrying them), and
+        always by the engine that got them: a failure is asked again at most once per run."""
+        if stored.parse_status == "ok" or request_id in self._answered_now:
             return True
         return stored.run_id == self.identity.run_id and not self.retry_failed
 
@@ -245,6 +254,10 @@ class Engine:
         logprobs: list[dict[str, Any]] | None = None,
     ) -> None:
         assert self._journal is not None
+        if status != "unanswered":
+            raw = result.text if result is not None else None
+            self._unloaded[request_id] = StoredAnswer(raw, logprobs, status, reason, self.identity.run_id)
+            self._answered_now.add(request_id)
         self._journal.request(
             {
                 "request_id": request_id,

@@ -134,6 +134,12 @@ class AnswerCache:
         rows = run_sql(self.thread.reading(), "engine/select_request_prefixes", {"model": self.model}).fetchnumpy()
         self._prefixes = np.sort(rows["prefix"].astype(np.uint64))
 
+    def add(self, request_ids: list[str]) -> None:
+        """Note requests just stored (their shard loaded), so that lookups find them."""
+        if request_ids:
+            added = np.fromiter((id_prefix(r) for r in request_ids), dtype=np.uint64, count=len(request_ids))
+            self._prefixes = np.union1d(self._prefixes, added)
+
     def might_have(self, request_id: str) -> bool:
         """False when the request is certainly not stored."""
         prefix = id_prefix(request_id)
