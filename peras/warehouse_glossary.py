@@ -29,6 +29,9 @@ TABLES: dict[str, str] = {
     "judgment_history": "Stale judgments, kept after a new judgment replaced them in judgments. A judgment made on "
     "a query or passage text that a re-ingest has changed since (its text_sha differs from pair_texts.text_sha) is "
     "not scored and is asked again; when the new judgment is stored, the old row moves here ('text changed').",
+    "priming_batch_history": "Failed priming batches (an unreadable answer, a refusal) that `peras priming "
+    "--retry-failed` asked again: the new outcome replaced the batch in priming_batches, the failed one is kept "
+    "here as it was ('failure asked again').",
 }
 
 GLOSSARY: dict[str, str] = {

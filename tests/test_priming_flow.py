@@ -258,6 +258,34 @@ def test_unreadable_answers_are_regenerated_then_recorded_as_failures(dl19, qrel
     assert rows(dl19, "select status from priming_runs") == [("published",)]
 
 
+def test_retry_failed_asks_failed_batches_again_and_keeps_the_old_outcome(dl19, qrels):
+    good = priming_responder(qrels)
+    mended = {"on": False}
+
+    def respond(request: dict) -> str:
+        broken = not mended["on"] and "[528372] " in request["messages"][0]["content"]
+        return "I cannot judge these." if broken else good(request)
+
+    flow_args = {"topics": ["264014"], "trials": 2, "batch_settings": [(4, 4)], "personalities": None}
+    with FakeOpenAI(respond) as server:
+        with pytest.raises(CheckFailed):
+            run_flow(use(dl19, server), **flow_args)
+        mended["on"] = True
+        server.reset()
+        with pytest.raises(CheckFailed):
+            run_flow(dl19, **flow_args)  # a resume reuses its stored failure
+        assert server.chat_requests == []
+        summary = run_flow(dl19, retry_failed=True, **flow_args)
+        assert len(server.chat_requests) == 1  # the failed batch, once
+    assert (summary["n_failures"], summary["n_batches"]) == (0, 4)
+    assert rows(dl19, "select status, count(*) from priming_batches group by all") == [("ok", 4)]
+    assert rows(dl19, "select trial, condition, status, reason, scores is null, why from priming_batch_history") == [
+        (1, "HT", "parse_failure", "no JSON object", True, "failure asked again")
+    ]
+    assert rows(dl19, "select status from priming_runs") == [("published",)]
+    assert rows(dl19, "select why, parse_status from llm_request_history") == [("failure re-asked", "parse_failure")]
+
+
 def test_cli_prints_the_table(dl19, qrels, capsys, monkeypatch):
     monkeypatch.setenv("PERAS_REPORTS_DIR", str(dl19.reports_dir))
     with FakeOpenAI(priming_responder(qrels)) as server:

@@ -1,7 +1,8 @@
 -- Merge staged batch outcomes (requests are merged first). Why: an outcome must agree with the stored request it
 -- references (scores only from an answer that read, a failure only from one that did not, an error only from a
 -- refusal); one that does not (a concurrent run stored another answer first) is left out and asked again from
--- the stored answer. Stored batches are kept. Returns the number left out.
+-- the stored answer. Stored batches are kept, except a stored failure asked again (retry_failed): it is replaced
+-- and kept in priming_batch_history. Returns the number left out.
 create or replace temp table outcome_merge as
 select
     s.*,
@@ -10,6 +11,7 @@ select
         when s.status = 'ok' and r.parse_status <> 'ok' then 'drop'
         when s.status = 'parse_failure' and r.parse_status <> 'parse_failure' then 'drop'
         when s.status = 'error' and r.parse_status <> 'refused' then 'drop'
+        when b.status <> 'ok' and s.judged_at > b.judged_at then 'failure asked again'
         when b.priming_run_id is not null then 'keep'
         else 'new'
     end as action
@@ -20,6 +22,23 @@ left join priming_batches as b
    and b.n_prologue = s.n_prologue and b.n_epilogue = s.n_epilogue and b.personality = s.personality
    and b.condition = s.condition;
 
+insert into priming_batch_history
+select b.priming_run_id, b.query_id, b.trial, b.n_prologue, b.n_epilogue, b.personality, b.condition, b.doc_ids,
+       b.scores, b.status, b.reason, b.request_id, b.judged_at, $replaced_at, m.action
+from priming_batches as b
+inner join outcome_merge as m
+    on m.run_id = b.priming_run_id and m.query_id = b.query_id and m.trial = b.trial
+   and m.n_prologue = b.n_prologue and m.n_epilogue = b.n_epilogue and m.personality = b.personality
+   and m.condition = b.condition
+where m.action = 'failure asked again';
+
+delete from priming_batches as b
+using outcome_merge as m
+where m.action = 'failure asked again'
+  and m.run_id = b.priming_run_id and m.query_id = b.query_id and m.trial = b.trial
+  and m.n_prologue = b.n_prologue and m.n_epilogue = b.n_epilogue and m.personality = b.personality
+  and m.condition = b.condition;
+
 insert into priming_batches (
     priming_run_id, query_id, trial, n_prologue, n_epilogue, personality, condition, doc_ids, scores, status,
     reason, request_id, judged_at
@@ -28,6 +47,6 @@ select
     run_id, query_id, trial, n_prologue, n_epilogue, personality, condition, doc_ids, scores, status, reason,
     request_id, judged_at
 from outcome_merge
-where action = 'new';
+where action in ('new', 'failure asked again');
 
 select count(*) from outcome_merge where action = 'drop'

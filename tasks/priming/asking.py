@@ -8,7 +8,7 @@ caching and journaling are the engine's (tasks/engine/engine.py); priming's own 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peras.errors import RequestRejected
@@ -66,14 +66,23 @@ class BatchConfig:
 
 @dataclass
 class PrimingPlan:
-    """The planned batches without a stored outcome (the plan of a priming run is small: held whole)."""
+    """The planned batches without a stored outcome (the plan of a priming run is small: held whole).
+
+    With `with_failures`, batches whose stored outcome is a failure are planned again (retry_failed).
+    """
 
     run_id: str
     planned: list[BatchItem]
+    failures_pending: bool = False
+
+    def with_failures(self) -> PrimingPlan:
+        """The same plan, with the batches whose stored outcome failed (unreadable, refused) to do again."""
+        return replace(self, failures_pending=True)
 
     def pending(self, fetch: Fetch) -> list[BatchItem]:
-        """The planned batches that have no stored outcome yet."""
-        done = set(fetch("priming/select_done", {"priming_run_id": self.run_id}))
+        """The planned batches that have no stored outcome yet (or a failed one, when failures are pending)."""
+        rows = fetch("priming/select_done", {"priming_run_id": self.run_id})
+        done = {tuple(key) for *key, status in rows if not (self.failures_pending and status != "ok")}
         return [item for item in self.planned if item.key not in done]
 
     def count(self, fetch: Fetch) -> int:
