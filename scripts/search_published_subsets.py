@@ -1,0 +1,247 @@
+"""Search each collection for the topic subsets that give the study's Table 4 counts exactly.
+
+Integer program per collection: a binary x_t per judged topic; sum x_t = the published topic count and, for each
+level k, sum x_t n_tk = the published count at level k (pairs = the sum of the levels). scipy.optimize.milp finds
+one subset; a no-good cut (the sum of x_t over its topics <= topics - 1) excludes it and the solver runs again,
+until it finds none or --max-solutions are found (2 is enough to tell zero, one and several apart). When there is
+none, the closest subset (same topic count, least summed absolute level-count deviation) is reported.
+
+--count enumerates every exact subset by meet-in-the-middle (all subset sums of each half of the topics, matched
+on the packed level counts): an independent check of the solver and the number of subsets. It needs a few GB
+and a few minutes on DL20/DL21. --eligible-only searches only the topics the study's stated rule admits (more
+than ten judged pairs, all four levels).
+
+Qrels are read with the ingest reader (exact repeats collapsed) from Settings.data_dir (../shared/data). What
+ships: `published_topics` in peras/presets.toml for a collection with exactly one subset; docs/subsets.md.
+
+    .venv/bin/python scripts/search_published_subsets.py                  # all four, milp, stop at 2
+    .venv/bin/python scripts/search_published_subsets.py dl19 --max-solutions 0 --count
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from peras.settings import load_settings  # noqa: E402
+from tasks.ingest.readers import read_qrels  # noqa: E402
+from tasks.ingest.sources import preset_source  # noqa: E402
+
+# Table 4 of the study: topics and judged pairs at levels 0 / 1 / 2 / 3 (pairs = their sum).
+PUBLISHED: dict[str, tuple[str, int, tuple[int, int, int, int]]] = {
+    # collection: (qrels set searched, topics, level counts)
+    "llmjudge": ("dev", 21, (3834, 1277, 588, 470)),
+    "dl19": ("test", 22, (2314, 707, 760, 360)),
+    "dl20": ("test", 25, (3756, 761, 328, 368)),
+    "dl21": ("test", 21, (1709, 1198, 922, 475)),
+}
+MIN_PAIRS = 10  # the study's rule: more than ten judged pairs (and all four levels)
+FIELD_BITS = (6, 12, 12, 11, 10)  # packed (topics, n0, n1, n2, n3): room for twice each target, no carries
+
+
+@dataclass
+class Search:
+    """What the search found for one collection."""
+
+    collection: str
+    topics: dict[str, list[int]]  # searched topics -> pairs at levels 0-3
+    exact: list[list[str]] = field(default_factory=list)  # found by milp, in order (sorted topic ids)
+    complete: bool = True  # False when --max-solutions stopped the enumeration
+    seconds: list[float] = field(default_factory=list)  # per milp solve, the last one the proof (if complete)
+    count: int | None = None  # every exact subset, by meet-in-the-middle (--count)
+    closest: list[str] | None = None  # only when no exact subset exists
+
+
+def topic_level_counts(collection: str, qrels_set: str, eligible_only: bool = False) -> dict[str, list[int]]:
+    """Judged pairs per level for every topic of one qrels file (each pair once)."""
+    source = preset_source(collection, load_settings())
+    pairs = {(q.query_id, q.doc_id): q.relevance for q in read_qrels(source.qrels[qrels_set]).qrels}
+    counts: dict[str, list[int]] = {}
+    for (query_id, _), relevance in pairs.items():
+        counts.setdefault(query_id, [0, 0, 0, 0])[relevance] += 1
+    if eligible_only:
+        counts = {t: c for t, c in counts.items() if sum(c) > MIN_PAIRS and min(c) > 0}
+    return dict(sorted(counts.items()))
+
+
+def solve_exact(counts: np.ndarray, n_topics: int, target: np.ndarray, cuts: list[np.ndarray]) -> np.ndarray | None:
+    """One 0/1 vector with n_topics topics and the target level counts, avoiding every cut subset; None if none."""
+    n = counts.shape[0]
+    rows = [np.ones(n), *counts.T, *cuts]
+    lower = [n_topics, *target, *(-np.inf for _ in cuts)]
+    upper = [n_topics, *target, *(cut.sum() - 1 for cut in cuts)]
+    result = milp(
+        c=np.zeros(n),
+        constraints=LinearConstraint(np.array(rows), lower, upper),
+        integrality=np.ones(n),
+        bounds=Bounds(0, 1),
+    )
+    if result.status == 2:  # infeasible: proven, not a time-out
+        return None
+    if result.x is None:
+        raise RuntimeError(f"milp stopped without an answer: {result.message}")
+    return np.round(result.x).astype(int)
+
+
+def solve_closest(counts: np.ndarray, n_topics: int, target: np.ndarray) -> np.ndarray:
+    """The n_topics-topic subset with the least sum over levels of |count - target|."""
+    n, levels = counts.shape
+    rows = [np.concatenate([np.ones(n), np.zeros(levels)])]
+    lower: list[float] = [n_topics]
+    upper: list[float] = [n_topics]
+    for k, unit in enumerate(np.eye(levels)):
+        rows += [np.concatenate([counts[:, k], -unit]), np.concatenate([counts[:, k], unit])]
+        lower += [-np.inf, target[k]]  # d_k >= count_k - target_k and d_k >= target_k - count_k
+        upper += [target[k], np.inf]
+    result = milp(
+        c=np.concatenate([np.zeros(n), np.ones(levels)]),
+        constraints=LinearConstraint(np.array(rows), lower, upper),
+        integrality=np.concatenate([np.ones(n), np.zeros(levels)]),
+        bounds=Bounds(0, np.concatenate([np.ones(n), np.full(levels, np.inf)])),
+    )
+    if result.x is None:
+        raise RuntimeError(f"milp stopped without an answer: {result.message}")
+    return np.round(result.x[:n]).astype(int)
+
+
+def pack(vectors: np.ndarray) -> np.ndarray:
+    """(topics, n0, n1, n2, n3) rows as one int64 each; sums of two rows within the targets never carry."""
+    offsets = np.cumsum((0, *FIELD_BITS[:-1]))
+    return (vectors.astype(np.int64) << offsets).sum(axis=-1)
+
+
+def half_sums(vectors: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """Packed sums of every subset of `vectors` whose fields stay within `limit`."""
+    fields = np.zeros((1, vectors.shape[1]), np.int32)
+    for vector in vectors:
+        grown = fields + vector
+        fields = np.concatenate([fields, grown[(grown <= limit).all(axis=1)]])
+    return pack(fields)
+
+
+def count_exact(counts: np.ndarray, n_topics: int, target: np.ndarray) -> int:
+    """How many subsets hit the target exactly: the two halves' subset sums, matched to add up to it."""
+    vectors = np.hstack([np.ones((counts.shape[0], 1), np.int32), counts])
+    limit = np.array([n_topics, *target])
+    middle = len(vectors) // 2
+    left = np.sort(half_sums(vectors[:middle], limit))
+    need = pack(limit) - half_sums(vectors[middle:], limit)
+    return int((np.searchsorted(left, need, "right") - np.searchsorted(left, need, "left")).sum())
+
+
+def search(collection: str, max_solutions: int, with_count: bool, eligible_only: bool) -> Search:
+    """Enumerate exact subsets with no-good cuts; count them all (--count); the closest one when there is none."""
+    qrels_set, n_topics, levels = PUBLISHED[collection]
+    found = Search(collection, topic_level_counts(collection, qrels_set, eligible_only))
+    ids = list(found.topics)
+    counts = np.array([found.topics[t] for t in ids])
+    target = np.array(levels)
+    cuts: list[np.ndarray] = []
+    while True:
+        if max_solutions and len(found.exact) == max_solutions:
+            found.complete = False
+            break
+        started = time.monotonic()
+        x = solve_exact(counts, n_topics, target, cuts)
+        found.seconds.append(round(time.monotonic() - started, 1))
+        if x is None:
+            break
+        found.exact.append(sorted(t for t, chosen in zip(ids, x, strict=True) if chosen))
+        cuts.append(x.astype(float))
+    if with_count:
+        found.count = count_exact(counts, n_topics, target)
+    if not found.exact:
+        x = solve_closest(counts, n_topics, target)
+        found.closest = sorted(t for t, chosen in zip(ids, x, strict=True) if chosen)
+    return found
+
+
+def levels_of(found: Search, topics: list[str]) -> list[int]:
+    """Pairs at levels 0-3 over the given topics."""
+    return [int(v) for v in np.array([found.topics[t] for t in topics]).sum(axis=0)]
+
+
+def describe(found: Search) -> dict[str, Any]:
+    """The result as JSON-ready data."""
+    _, n_topics, levels = PUBLISHED[found.collection]
+    exact = len(found.exact)
+    verdict = "none" if exact == 0 and found.complete else "one" if exact == 1 and found.complete else "several"
+    out: dict[str, Any] = {
+        "collection": found.collection,
+        "searched_topics": len(found.topics),
+        "target": {"topics": n_topics, "levels": list(levels), "pairs": sum(levels)},
+        "verdict": verdict,
+        "milp_found": exact,
+        "milp_enumeration_complete": found.complete,
+        "milp_seconds": found.seconds,
+        "exact": [{"topics": t, "outside_stated_rule": outside_rule(found, t)} for t in found.exact],
+    }
+    if found.count is not None:
+        out["count_all_exact"] = found.count
+    if found.closest is not None:
+        got = levels_of(found, found.closest)
+        deviation = [g - w for g, w in zip(got, levels, strict=True)]
+        out["closest"] = {
+            "topics": found.closest,
+            "levels": got,
+            "deviation": deviation,
+            "sum_abs_deviation": sum(abs(d) for d in deviation),
+        }
+    return out
+
+
+def outside_rule(found: Search, topics: list[str]) -> list[str]:
+    """The chosen topics the study's stated rule would not admit (<= ten pairs or a level missing)."""
+    return [t for t in topics if sum(found.topics[t]) <= MIN_PAIRS or min(found.topics[t]) == 0]
+
+
+def main() -> None:
+    """Run the search for the named collections (default: all four) and print the result."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("collections", nargs="*", help=f"some of: {', '.join(PUBLISHED)} [all]")
+    parser.add_argument("--max-solutions", type=int, default=2, help="stop after this many; 0 = all [2]")
+    parser.add_argument("--count", action="store_true", help="also count every exact subset (meet-in-the-middle)")
+    parser.add_argument("--eligible-only", action="store_true", help="only topics with > 10 pairs, all 4 levels")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    args = parser.parse_args()
+    unknown = sorted(set(args.collections) - set(PUBLISHED))
+    if unknown:
+        parser.error(f"unknown collection(s) {', '.join(unknown)}; choose from {', '.join(PUBLISHED)}")
+    for collection in args.collections or PUBLISHED:
+        result = describe(search(collection, args.max_solutions, args.count, args.eligible_only))
+        if args.json:
+            print(json.dumps(result), flush=True)
+            continue
+        target = result["target"]
+        print(
+            f"{collection}: {result['searched_topics']} topics searched; target {target['topics']} topics, "
+            f"levels {target['levels']} ({target['pairs']} pairs): {result['verdict']}"
+        )
+        stopped = "" if result["milp_enumeration_complete"] else f", stopped at {args.max_solutions}"
+        print(f"  milp: {result['milp_found']} found{stopped}; seconds per solve {result['milp_seconds']}")
+        for subset in result["exact"]:
+            outside = subset["outside_stated_rule"]
+            print(f"    {' '.join(subset['topics'])}" + (f"  (outside the rule: {' '.join(outside)})" * bool(outside)))
+        if "count_all_exact" in result:
+            print(f"  every exact subset (meet-in-the-middle): {result['count_all_exact']}")
+        if "closest" in result:
+            closest = result["closest"]
+            print(
+                f"  closest: levels {closest['levels']}, deviation {closest['deviation']} "
+                f"(sum |dev| = {closest['sum_abs_deviation']})\n    {' '.join(closest['topics'])}"
+            )
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
