@@ -29,6 +29,11 @@ METRIC_TITLES = {
     "th_score": "TH-Score",
     "accuracy_confident": "Accuracy (confident)",
     "coverage_confident": "Coverage (confident)",
+    "accuracy_unconfident": "Accuracy (unconfident)",
+    "coverage_unconfident": "Coverage (unconfident)",
+    "requests_per_judgment": "Requests / judgment",
+    "prompt_tokens_per_judgment": "Prompt tokens / judgment",
+    "completion_tokens_per_judgment": "Completion tokens / judgment",
 }
 
 # clf_summary's column stems (kappa_mean, qwk_sd, f1_mean, ...) -> the metric they hold

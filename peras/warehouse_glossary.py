@@ -149,6 +149,13 @@ GLOSSARY: dict[str, str] = {
     "coverage_confident": "n_confident / n_scored_confidence",
     "n_unconfident": "judgments with confidence < threshold",
     "accuracy_unconfident": "accuracy of the judgments with confidence < threshold (null when there are none)",
+    "coverage_unconfident": "share of the judgments with a confidence that are below the threshold",
+    "n_requests": "LLM requests the group's judgments reference (label, confidence, sampling votes; distinct per "
+    "judgment, a request shared by two judgments counted for each)",
+    "n_requests_without_tokens": "of n_requests, those whose server reported no token counts",
+    "requests_per_judgment": "LLM requests per judgment (n_requests / n_judgments)",
+    "prompt_tokens_per_judgment": "prompt tokens per judgment, over the requests of n_requests",
+    "completion_tokens_per_judgment": "completion tokens per judgment, over the requests of n_requests",
     "metric": "the metric's name, e.g. cohen_kappa, hmr, ece (the column of the same name in its view)",
     "value": "the metric's value for the group (null when undefined)",
     "is_higher_better": "the metric's direction; null for descriptive ones (coverage)",

@@ -28,6 +28,7 @@ VIEW_CHOICES = [
     "confusion",
     "calibration-bins",
     "threshold-curve",
+    "method-comparison",
 ]
 
 
@@ -70,6 +71,7 @@ def metrics(
         peras metrics --view all                         # the summary and the six headline views
         peras metrics --run Olz-gpt4o --view agreement
         peras metrics --collection llmjudge --view oracle --format csv --output oracle.csv
+        peras metrics --run Olz-gpt4o --view method-comparison   # confidence methods side by side
         peras metrics --format json --output metrics.json
     """
     from flows.metrics import metrics as metrics_flow

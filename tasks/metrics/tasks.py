@@ -30,6 +30,7 @@ VIEWS = {
     "confusion": "metrics_confusion",
     "calibration_bins": "metrics_calibration_bins",
     "threshold_curve": "metrics_threshold_curve",
+    "method_comparison": "metrics_method_comparison",
 }
 HEADLINE_VIEWS = ["agreement", "reliability", "calibration", "thresholds", "comparison", "oracle"]
 GROUP_COLUMNS = ["run_name", "collection_id", "subset_name", "model", "personality", "cot", "confidence_method"]
@@ -53,7 +54,18 @@ DISPLAY_COLUMNS = {
     "confusion": ["relevance", "label", "n_judgments"],
     "calibration_bins": ["bin", "n_judgments", "mean_p", "accuracy", "gap"],
     "threshold_curve": ["threshold", "n_covered", "coverage", "accuracy"],
+    "method_comparison": [
+        "n_scored",
+        "accuracy",
+        "cohen_kappa",
+        "ece",
+        "nll",
+        "hmr",
+        "requests_per_judgment",
+        "completion_tokens_per_judgment",
+    ],
 }
+TERMINAL_COST_TITLES = {"requests_per_judgment": "requests/j", "completion_tokens_per_judgment": "out tokens/j"}
 # the summary is for reading: its columns carry titles (the other views keep the names csv and json use)
 SUMMARY_TITLES = {
     "run_name": "run",
@@ -63,6 +75,8 @@ SUMMARY_TITLES = {
     "cot": "CoT",
     "n_scored": "n",
 }
+# the method comparison is read across: short titles, so that a row fits a terminal (csv: every column)
+TITLED_VIEWS = {"summary": SUMMARY_TITLES, "method_comparison": SUMMARY_TITLES | TERMINAL_COST_TITLES}
 ARTIFACT_MAX_ROWS = 50
 
 
@@ -95,6 +109,8 @@ def read_metrics(
             raise UsageError(_nothing_matches(con, run, collection, cot))
         if {"comparison", "oracle"} & set(views):
             run_sql(con, "metrics/snapshot_long")
+        if "method_comparison" in views:
+            run_sql(con, "metrics/snapshot_costs", filters)
         return {name: con.sql(load_sql(f"metrics/select_{name}")).pl() for name in views}
 
 
@@ -139,18 +155,15 @@ def metrics_json(frames: dict[str, pl.DataFrame]) -> str:
 
 def display_frame(name: str, frame: pl.DataFrame) -> pl.DataFrame:
     """The columns worth a terminal: group columns that vary, then the view's main numbers (the summary titled)."""
-    varying = [
-        c
-        for c in GROUP_COLUMNS
-        if c in frame.columns and (c in ("run_name", "personality", "cot") or frame[c].n_unique() > 1)
-    ]
+    always = ("run_name", "personality", "cot") + (("confidence_method",) if name == "method_comparison" else ())
+    varying = [c for c in GROUP_COLUMNS if c in frame.columns and (c in always or frame[c].n_unique() > 1)]
     if name == "oracle":
         varying = [c for c in varying if c != "personality"]
     shown = frame.select(varying + DISPLAY_COLUMNS[name])
-    if name != "summary":
+    if name not in TITLED_VIEWS:
         return shown
     titled = shown.with_columns(pl.when(pl.col("cot")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("cot"))
-    return titled.rename({c: SUMMARY_TITLES.get(c, metric_title(c)) for c in shown.columns})
+    return titled.rename({c: TITLED_VIEWS[name].get(c, metric_title(c)) for c in shown.columns})
 
 
 def markdown_table(name: str, frame: pl.DataFrame, max_rows: int = 200) -> str:
