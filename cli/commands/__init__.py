@@ -15,4 +15,5 @@ COMMAND_MODULES = [
     "subsets",
     "runs",
     "server",
+    "study",
 ]

@@ -1,0 +1,76 @@
+"""The study's endpoints file: for each model preset, where it is served, which key variable, how many in flight.
+
+    [llama-3-8b]
+    base_urls = ["http://gpu1:8000/v1", "http://gpu2:8000/v1"]   # several URLs serving the model: load-balanced
+    concurrency = 64
+    [gpt-4o]                      # base_urls default to the preset's API address
+    api_key_env = "OPENAI_API_KEY"  # the NAME of the variable (default: the preset's); never a key
+    concurrency = 16
+
+A bad file, a preset without an entry or a hosted preset whose key variable is unset is one UsageError line.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from peras.errors import UsageError
+from peras.models import ModelPreset, ModelPresets
+from peras.settings import Settings
+
+
+class EndpointEntry(BaseModel):
+    """One preset's endpoint(s) as the file gives them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_urls: list[str] = Field(default_factory=list)
+    api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    concurrency: int | None = Field(None, ge=1)
+
+
+def load_endpoints(path: Path, presets: ModelPresets) -> dict[str, EndpointEntry]:
+    """Every entry of the file, each named after a known preset."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"endpoints file {path}: cannot read: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"endpoints file {path}: not valid TOML: {exc}") from exc
+    entries = {}
+    for name, entry in raw.items():
+        if name not in presets.models:
+            raise UsageError(f"endpoints file {path}: [{name}] is not a model preset ({', '.join(presets.models)})")
+        try:
+            entries[name] = EndpointEntry.model_validate(entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise UsageError(f"endpoints file {path}: [{name}] {where}: {first['msg']}") from exc
+    return entries
+
+
+def model_settings(settings: Settings, preset: ModelPreset, entries: dict[str, EndpointEntry], path: Path) -> Settings:
+    """The settings a preset's stages run with: its URLs, model, key variable and concurrency (checked now)."""
+    entry = entries.get(preset.name)
+    if entry is None:
+        raise UsageError(f"endpoints file {path} has no [{preset.name}] entry (base_urls, api_key_env, concurrency)")
+    base_urls = entry.base_urls or ([preset.base_url] if preset.base_url else [])
+    if not base_urls:
+        raise UsageError(f"endpoints file {path}: [{preset.name}] needs base_urls (a {preset.backend} server)")
+    key_env = entry.api_key_env or preset.api_key_env
+    if key_env and not os.environ.get(key_env) and (preset.hosted or entry.api_key_env):
+        raise UsageError(f"model preset {preset.name} reads its API key from ${key_env}, which is not set")
+    update: dict[str, Any] = {
+        "base_urls": base_urls,
+        "model": preset.model,
+        "api_key_env": key_env or settings.api_key_env,
+    }
+    if entry.concurrency is not None:
+        update["concurrency"] = entry.concurrency
+    return settings.model_copy(update=update)
