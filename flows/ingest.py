@@ -15,6 +15,7 @@ from tasks.ingest.tasks import (
     publish_collection,
     published_fingerprint,
     read_collection,
+    select_published_subset,
     select_subset,
 )
 from tasks.publish.tasks import publish_analyst_snapshot
@@ -45,7 +46,8 @@ def ingest(
     staged = read_collection(source, files)
     check_collection(staged)
     subset = select_subset(staged, source)
-    ingest_run_id = publish_collection(settings, source, staged, subset, fingerprint, started_at)
+    published = select_published_subset(staged, source)
+    ingest_run_id = publish_collection(settings, source, staged, subset, published, fingerprint, started_at)
     publish_analyst_snapshot(settings)
     return {
         "collection_id": source.collection_id,
@@ -56,4 +58,6 @@ def ingest(
         "n_qrels": staged.qrels.height,
         "n_subset_topics": subset.height,
         "n_subset_pairs": int(subset["n_pairs"].sum()) if subset.height else 0,
+        "n_published_topics": published.height,
+        "n_published_pairs": int(published["n_pairs"].sum()) if published.height else 0,
     }

@@ -64,6 +64,7 @@ def test_llmjudge_keeps_dev_and_test_apart(settings):
     assert rows(settings, "select subset_name, n_topics, n_pairs from subsets order by 1") == [
         ("balanced", 21, 6493),
         ("dev", 25, 7263),
+        ("published", 21, 6169),  # the study's own topics (tests/test_subsets.py)
         ("test", 25, 4423),
     ]
 

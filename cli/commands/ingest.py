@@ -70,11 +70,14 @@ def describe(result: dict[str, Any]) -> str:
     """One line per ingested collection."""
     if result["status"] == "unchanged":
         return f"{result['collection_id']}: unchanged (same files already ingested)"
-    return (
+    line = (
         f"{result['collection_id']}: {result['n_qrels']:,} judged pairs, {result['n_queries']:,} queries, "
         f"{result['n_passages']:,} passages; balanced subset {result['n_subset_topics']} topics / "
         f"{result['n_subset_pairs']:,} pairs"
     )
+    if result.get("n_published_topics"):
+        line += f"; published subset {result['n_published_topics']} topics / {result['n_published_pairs']:,} pairs"
+    return line
 
 
 COMMANDS = [ingest]

@@ -5,12 +5,19 @@ from __future__ import annotations
 import click
 
 from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from peras.errors import UsageError
 from peras.settings import Settings
+from tasks.ingest.sources import default_subset
 
 
 @click.command()
 @click.argument("collection")
-@click.option("--subset", help="Topic subset of the collection (e.g. balanced, dev, test).")
+@click.option(
+    "--subset",
+    help="Topic subset (e.g. published, balanced, dev, test) [the study's: published for llmjudge, "
+    "balanced for dl19, dl20, dl21; the whole collection otherwise].",
+)
+@click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
 @click.option(
     "--cot",
@@ -53,6 +60,7 @@ def judge(
     settings: Settings,
     collection: str,
     subset: str | None,
+    all_topics: bool,
     personalities: tuple[str, ...],
     cot: str,
     methods: tuple[str, ...],
@@ -65,16 +73,22 @@ def judge(
 ) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
-    Without --base-url, the embedded llama.cpp model (CPU) is started and stopped by peras.
+    Without --base-url, the embedded llama.cpp model (CPU) is started and stopped by peras. Without --subset, a
+    preset collection's experiment subset is judged (docs/subsets.md); `peras subsets` lists them.
 
     \b
     Examples:
         peras judge sample
+        peras judge llmjudge --cot without          # its published subset: the study's 21 dev topics
         peras judge dl19 --subset balanced --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
         peras judge llmjudge --subset test --personality default --personality HA --cot without
     """
     from flows.judge import judge as judge_flow
 
+    if subset is not None and all_topics:
+        raise UsageError("give --subset or --all-topics, not both")
+    if subset is None and not all_topics:
+        subset = default_subset(collection)
     cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
     result = run_flow(
         judge_flow,

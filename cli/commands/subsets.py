@@ -19,7 +19,8 @@ def subsets(settings: Settings, collection: str | None, show_rule: bool) -> None
     """List the topic subsets of COLLECTION (default: every collection), with topics and judged pairs per level.
 
     A subset's pairs are every judged pair of its topics: what `peras judge COLLECTION --subset NAME` judges.
-    Ingest makes the `balanced` subset of each collection (docs/subsets.md).
+    Ingest makes the `balanced` subset of each collection, and `published` (the study's own topics) where they
+    are known: LLMJudge (docs/subsets.md). Without --subset, `peras judge` judges published, else balanced.
 
     \b
     Examples:

@@ -38,6 +38,8 @@ class CollectionSource:
     subset_topics: int | None
     subset_qrels: str | None
     subset_min_pairs: int = 10
+    published_topics: list[str] = field(default_factory=list)  # the study's own topics (drawn from subset_qrels)
+    published_levels: list[int] = field(default_factory=list)  # and the pairs at levels 0-3 they must give
     files: list[SourceFile] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -48,10 +50,47 @@ class CollectionSource:
         ]
 
 
+SUBSET_NAMES = ("balanced", "published")  # what a preset's default_subset may name
+
+
 @cache
 def presets() -> dict[str, dict[str, Any]]:
-    """The named collections."""
-    return tomllib.loads((PACKAGE_DIR / "presets.toml").read_text(encoding="utf-8"))
+    """The named collections, checked: a published subset comes with its level counts and its qrels set."""
+    path = PACKAGE_DIR / "presets.toml"
+    loaded = tomllib.loads(path.read_text(encoding="utf-8"))
+    for name, spec in loaded.items():
+        problem = _preset_problem(spec)
+        if problem:
+            raise UsageError(f"{path}: [{name}] {problem}")
+    return loaded
+
+
+def _preset_problem(spec: dict[str, Any]) -> str | None:
+    """What is wrong with one preset's subset settings, if anything."""
+    topics = spec.get("published_topics", [])
+    levels = spec.get("published_levels", [])
+    if not (isinstance(topics, list) and all(isinstance(t, str) for t in topics) and len(set(topics)) == len(topics)):
+        return "published_topics must be a list of distinct query ids"
+    if bool(topics) != bool(levels):
+        return "published_topics and published_levels go together"
+    if levels and not (len(levels) == 4 and all(isinstance(n, int) and n >= 0 for n in levels)):
+        return "published_levels must be four counts (pairs at levels 0, 1, 2, 3)"
+    if topics and spec.get("subset_qrels") not in spec["qrels"]:
+        return "published_topics needs subset_qrels, the qrels set they are drawn from"
+    default = spec.get("default_subset")
+    if default is not None and default not in SUBSET_NAMES:
+        return f"default_subset must be one of {', '.join(SUBSET_NAMES)}"
+    if default == "published" and not topics:
+        return "default_subset = 'published' needs published_topics"
+    if default == "balanced" and not spec.get("subset_topics"):
+        return "default_subset = 'balanced' needs subset_topics"
+    return None
+
+
+def default_subset(collection_id: str) -> str | None:
+    """The subset the study judged for a preset (published where known, else balanced); None: judge it whole."""
+    spec = presets().get(collection_id)
+    return spec.get("default_subset") if spec else None
 
 
 def preset_source(name: str, settings: Settings) -> CollectionSource:
@@ -70,6 +109,8 @@ def preset_source(name: str, settings: Settings) -> CollectionSource:
         subset_topics=spec.get("subset_topics"),
         subset_qrels=spec.get("subset_qrels"),
         subset_min_pairs=spec.get("subset_min_pairs", 10),
+        published_topics=list(spec.get("published_topics", [])),
+        published_levels=list(spec.get("published_levels", [])),
     )
 
 

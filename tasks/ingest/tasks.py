@@ -19,7 +19,7 @@ from peras.warehouse import now, open_migrated, transaction
 from tasks.ingest.quality import gate
 from tasks.ingest.readers import read_passages, read_qrels, read_tsv
 from tasks.ingest.sources import CollectionSource, sha256_file
-from tasks.ingest.subsets import SUBSET_RULE, rank_balanced_topics
+from tasks.ingest.subsets import PUBLISHED_RULE, SUBSET_RULE, published_topics, rank_balanced_topics
 
 INGEST_VERSION = "1"  # bump when parsing changes, so unchanged files are re-read
 
@@ -51,6 +51,8 @@ def fingerprint_sources(source: CollectionSource) -> tuple[str, pl.DataFrame]:
         "subset": [source.subset_topics, source.subset_qrels, source.subset_min_pairs],
         "description": source.description,
     }
+    if source.published_topics:  # only then, so that other collections keep their fingerprints
+        basis["published"] = [source.published_topics, source.published_levels]
     fingerprint = hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
     return fingerprint, pl.DataFrame(rows)
 
@@ -149,11 +151,21 @@ def select_subset(staged: StagedCollection, source: CollectionSource) -> pl.Data
 
 
 @task(cache_policy=NO_CACHE)
+def select_published_subset(staged: StagedCollection, source: CollectionSource) -> pl.DataFrame:
+    """The study's own topics, checked against its level counts (empty when the preset has none)."""
+    if not source.published_topics:
+        return pl.DataFrame()
+    qrels = staged.qrels.filter(pl.col("qrels_set") == source.subset_qrels)
+    return published_topics(qrels, source.published_topics, source.published_levels, source.collection_id)
+
+
+@task(cache_policy=NO_CACHE)
 def publish_collection(
     settings: Settings,
     source: CollectionSource,
     staged: StagedCollection,
     subset: pl.DataFrame,
+    published: pl.DataFrame,
     fingerprint: str,
     started_at: Any,
 ) -> str:
@@ -181,7 +193,7 @@ def publish_collection(
                     "ingested_at": now(),
                 },
             )
-            _store_subsets(con, source, staged, subset)
+            _store_subsets(con, source, staged, subset, published)
             run_sql(
                 con,
                 "ingest/insert_ingest_run",
@@ -199,8 +211,10 @@ def publish_collection(
     return ingest_run_id
 
 
-def _store_subsets(con: Any, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame) -> None:
-    """The balanced subset, plus one subset per qrels set when a collection has several (LLMJudge dev/test)."""
+def _store_subsets(
+    con: Any, source: CollectionSource, staged: StagedCollection, subset: pl.DataFrame, published: pl.DataFrame
+) -> None:
+    """The balanced and published subsets, plus one per qrels set when a collection has several (LLMJudge)."""
     named: list[tuple[str, pl.DataFrame, str, dict[str, Any]]] = []
     if subset.height:
         params = {
@@ -209,6 +223,17 @@ def _store_subsets(con: Any, source: CollectionSource, staged: StagedCollection,
             "qrels_set": source.subset_qrels,
         }
         named.append(("balanced", subset, SUBSET_RULE.format(**params), params))
+    if published.height:
+        levels = " / ".join(f"{n:,}" for n in source.published_levels)
+        rule = PUBLISHED_RULE.format(n_topics=published.height, qrels_set=source.subset_qrels, levels=levels)
+        named.append(
+            (
+                "published",
+                published,
+                rule,
+                {"n_topics": published.height, "qrels_set": source.subset_qrels, "levels": source.published_levels},
+            )
+        )
     if len(source.qrels) > 1:
         for qset in sorted(source.qrels):
             topics = (
