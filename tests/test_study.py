@@ -195,7 +195,7 @@ def test_dry_run_counts_what_the_servers_then_receive(capsys, tmp_path, warehous
     ("entries", "args", "message"),
     [
         # a preset name that does not exist
-        ("", ("--model", "llama-3"), "error: unknown model preset 'llama-3'; choose from gpt-4o, gpt-4o-mini, "),
+        ("", ("--model", "llama-3"), "error: unknown model preset 'llama-3'; the study's are gpt-4o, gpt-4o-mini, "),
         # the chosen preset has no endpoint
         ("[llama-3-70b]\nbase_urls = ['URL']\n", ("--model", "llama-3-8b"), "error: endpoints file "),
         # a hosted model whose key variable is unset
@@ -210,3 +210,23 @@ def test_usage_errors_are_one_line_before_anything_is_asked(capsys, tmp_path, wa
         assert server.requests == []
     assert result.exit_code == 2
     assert result.err.startswith(message) and result.err.count("\n") == 1, result.err
+
+
+@pytest.mark.integration
+def test_priming_takes_a_model_preset_and_explicit_flags_win(capsys, warehouse):
+    preset = load_model_presets().get("llama-3-8b")
+    common = ["priming", "dl19", "--warehouse", str(warehouse), "--limit-topics", "1", "--trials", "1"]
+    served = run_cli(capsys, *common, "--model-preset", "llama-3-8b")
+    assert served.exit_code == 2
+    assert served.err == "error: model preset llama-3-8b is served by vllm: give its --base-url\n"
+    with FakeOpenAI(distinct_labels, models=[preset.model]) as server:
+        url = ["--model-preset", "llama-3-8b", "--base-url", server.base_url]
+        assert run_cli(capsys, *common, *url, "--run-name", "p1").exit_code == 0
+        first = {
+            (r.body["model"], r.body["frequency_penalty"], r.body["presence_penalty"]) for r in server.chat_requests
+        }
+        server.reset()
+        assert run_cli(capsys, *common, *url, "--run-name", "p2", "--frequency-penalty", "0.5").exit_code == 0
+        second = {(r.body["frequency_penalty"], r.body["presence_penalty"]) for r in server.chat_requests}
+    assert first == {(preset.model, 1.0, 0.0)}
+    assert second == {(0.5, 0.0)}

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.model_presets import check_served, model_preset_option
+from peras.models import ModelPreset
 from peras.settings import Settings
 
 SETTING = re.compile(r"\s*(\d+)\s*[,x]\s*(\d+)\s*")
@@ -54,8 +56,10 @@ DEFAULT_COLLECTION = "dl19"
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable), or all [default].")
 @click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
-@click.option("--frequency-penalty", type=float, help="Sent with every request (the study: 1 for Llama).")
-@click.option("--presence-penalty", type=float, help="Sent with every request (the study: 0 for Llama).")
+@click.option(
+    "--frequency-penalty", type=float, help="Sent with every request [the preset's: the study's 1 for Llama]."
+)
+@click.option("--presence-penalty", type=float, help="Sent with every request [the preset's: the study's 0 for Llama].")
 @click.option(
     "--min-per-level",
     type=click.IntRange(min=1),
@@ -69,6 +73,7 @@ DEFAULT_COLLECTION = "dl19"
     help="Ask again the batches this run stored as unreadable or refused (a new run always re-asks them).",
 )
 @endpoint_options
+@model_preset_option
 @settings_options
 def priming(
     settings: Settings,
@@ -86,6 +91,7 @@ def priming(
     min_per_level: int,
     retry_failed: bool,
     backend: str | None,
+    model_preset: ModelPreset | None,
 ) -> None:
     """Threshold priming on COLLECTION [dl19]: are passages scored lower after highly relevant ones in a batch?
 
@@ -98,12 +104,17 @@ def priming(
         peras priming dl19 --limit-topics 2 --trials 3
         peras priming dl19 --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct --frequency-penalty 1
         peras priming dl19 --personality all --setting 4,4 --run-name dl19-priming-all
+        peras priming dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # penalties 1 and 0
     """
     from flows.priming import priming as priming_flow
 
     if collection and collection_option and collection != collection_option:
         raise click.UsageError(f"two collections given: {collection} and --collection {collection_option}")
     collection = collection or collection_option or DEFAULT_COLLECTION
+    check_served(model_preset, settings)
+    if model_preset is not None:
+        frequency_penalty = model_preset.priming.frequency_penalty if frequency_penalty is None else frequency_penalty
+        presence_penalty = model_preset.priming.presence_penalty if presence_penalty is None else presence_penalty
     summary = run_flow(
         priming_flow,
         tags=run_tags("priming", collection, **endpoint_tags(settings, backend)),
