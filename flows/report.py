@@ -33,7 +33,8 @@ def report(
 
     Covers the runs named (default: every published run), optionally of one collection. `personalities` picks the
     bars of the confidence figures (default: HN and LC in the study's Figure 3, the judgments labelled 0; default,
-    HA, LA, HN, LN in the one of all judgments). The numbers are the SQL views' (sql/metrics, read by sql/report).
+    HA, LA, HN, LN in the one of all judgments) and the rows of the confidence methods' comparison (default:
+    default). The numbers are the SQL views' (sql/metrics, read by sql/report).
     """
     settings = settings or load_settings()
     out_dir = Path(output) if output else settings.reports_dir
@@ -41,7 +42,8 @@ def report(
     data = read_report_data(settings, runs, collection)
     figures = draw_figures(data, out_dir / FIGURES_DIR, personalities)
     priming_plots = find_priming_plots(settings.reports_dir / "priming")
-    html = render_report(data, figures, priming_plots, {"runs": runs, "collection": collection})
+    filters = {"runs": runs, "collection": collection, "personalities": personalities}
+    html = render_report(data, figures, priming_plots, filters)
     summary = write_report(html, out_dir / "report.html", data, figures)
     publish_report_artifact(summary)
     return summary

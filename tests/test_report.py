@@ -687,3 +687,119 @@ def test_report_renders_in_a_browser(constructed, tmp_path):
     assert len(colors) > 200  # the figures' antialiased lines and colour maps
     assert (213, 240, 217) in colors  # the highlight of cells better than default (CSS applied)
     assert (31, 119, 180) in colors  # the radar's kappa line (the images decoded and drawn)
+
+
+# ---------------------------------------------------------------------------- confidence methods compared
+
+METHOD_PAIRS = [(i % 4, f"c{i}") for i in range(12)]  # (relevance, doc_id)
+
+
+def method_judgments() -> list[Judgment]:
+    """m1 without CoT: five methods with confidences and one without ('none'), personalities default and HN;
+    m1 with CoT and m2: one method each (nothing to compare, left out of the section)."""
+    rows = []
+    for k, method in enumerate(["verbalized", "logprob", "sampling", "self", "certainty", "none"]):
+        for personality in ("default", "HN"):
+            for i, (relevance, doc_id) in enumerate(METHOD_PAIRS):
+                label = relevance if (i + k) % 3 else (relevance + 1) % 4
+                confidence = None if method == "none" else float(50 + 10 * ((i * (k + 1)) % 6))
+                rows.append(Judgment("m1", personality, False, method, "q1", doc_id, relevance, label, confidence))
+    rows += [Judgment("m1", "default", True, "verbalized", "q1", d, r, r, 90.0) for r, d in METHOD_PAIRS]
+    rows += [Judgment("m2", "default", False, "logprob", "q1", d, r, r, 70.0) for r, d in METHOD_PAIRS]
+    return rows
+
+
+@pytest.fixture
+def methods(settings):
+    """method_judgments, the verbalized ones of m1 with a label and a confidence request each (tokens 100 + 7)."""
+    with open_migrated(settings.warehouse) as con:
+        load_judgments(con, method_judgments())
+        con.execute(
+            "update judgments set label_request_id = 'lab-' || personality || doc_id, "
+            "confidence_request_id = 'conf-' || personality || doc_id "
+            "where run_id = 'm1' and not cot and confidence_method = 'verbalized'"
+        )
+        con.execute(
+            "insert into llm_requests (request_id, model, backend, prompt_hash, purpose, params, messages, "
+            "attempts, attempt_texts, parse_status, prompt_tokens, completion_tokens, created_at) "
+            "select unnest([label_request_id, confidence_request_id]), 'm', 'test', 'h', 'label', '{}', '[]', 1, "
+            "'[]', 'ok', 100, 7, judged_at from judgments where label_request_id is not null"
+        )
+    return settings
+
+
+def section(html: str, section_id: str) -> str:
+    """The HTML of one <section> of the page."""
+    start = html.index(f'<section id="{section_id}">')
+    return html[start : html.index("</section>", start)]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("personalities", "panels"),
+    [
+        (None, ["default"]),  # default unless chosen
+        (["HN", "default"], ["HN", "default"]),  # --personality: a panel and a table row each
+    ],
+)
+def test_methods_compared_has_a_diagram_per_method_with_confidences(
+    methods, tmp_path, monkeypatch, personalities, panels
+):
+    from tasks.report import charts
+
+    drawn: dict[str, list[str]] = {}
+    original = charts.draw_reliability_diagrams
+
+    def spy(bins, ece, shown, title, path):
+        drawn[path.name] = list(shown)
+        return original(bins, ece, shown, title, path)
+
+    monkeypatch.setattr(charts, "draw_reliability_diagrams", spy)
+    summary = report(output=str(tmp_path), personalities=personalities, settings=methods)
+    html = summary.path.read_text(encoding="utf-8")
+    page = check_self_contained(html)
+    part = section(html, "methods")
+    # m1 without CoT only: one diagram per method with confidences ('none' has a row, no diagram)
+    diagrams = sorted(name for name in drawn if name.startswith("method-reliability-"))
+    assert diagrams == [
+        f"method-reliability-name-m1-nocot-{m}.png" for m in ["certainty", "logprob", "sampling", "self", "verbalized"]
+    ]
+    assert part.count("<img ") == 5
+    assert all(drawn[name] == panels for name in diagrams)
+
+    rows = [[c["text"] for c in row] for row in page.table("methods")]
+    methods_shown = ["certainty", "logprob", "none", "sampling", "self", "verbalized"]
+    assert [row[3:5] for row in rows] == [[p, m] for p in panels for m in methods_shown]
+    con = duckdb.connect(str(methods.warehouse), read_only=True)
+    try:
+        want = con.execute(
+            "select personality, confidence_method, cohen_kappa, ece, hmr from metrics_method_comparison "
+            "where run_id = 'm1' and not cot"
+        ).fetchall()
+    finally:
+        con.close()
+    titles = [c["text"] for c in page.tables[[t["class"] for t in page.tables].index("methods")]["rows"][0]]
+    kappa, ece, hmr = (titles.index(t) for t in ("Kappa", "ECE", "HMR"))
+    shown = {(row[3], row[4]): (row[kappa], row[ece], row[hmr]) for row in rows}
+    for personality, method, *values in want:
+        if personality in panels:
+            assert shown[personality, method] == tuple(fmt(v) for v in values)
+    # bold: the best method of a column; ECE is lower-better
+    best_ece = min(v[1] for v in shown.values() if v[1] != "–")
+    assert all(
+        ("best" in row_cells[ece]["class"]) == (row_cells[ece]["text"] == best_ece)
+        for row_cells in page.table("methods")
+        if row_cells[3]["text"] == panels[0]
+    )
+
+    costs = {(row[3], row[4]): row[5:] for row in ([c["text"] for c in r] for r in page.table("method-costs"))}
+    # verbalized: 2 requests per judgment, 100 + 7 tokens each; the others reference none
+    assert costs["default", "verbalized"] == ["12", "24", "2.00", "200.00", "14.00", "0"]
+    assert costs["default", "logprob"] == ["12", "0", "0.00", "0.00", "0.00", "0"]
+
+
+@pytest.mark.integration
+def test_methods_compared_says_when_there_is_nothing_to_compare(constructed, tmp_path):
+    summary = report(output=str(tmp_path), settings=constructed)
+    part = section(summary.path.read_text(encoding="utf-8"), "methods")
+    assert "nothing to compare" in part and "<img " not in part and "<table" not in part

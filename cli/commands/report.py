@@ -22,8 +22,9 @@ from peras.settings import Settings
     "--personality",
     "personalities",
     multiple=True,
-    help="A personality in the two confidence figures (repeatable) [default: HN LC in Figure 3, the judgments "
-    "labelled 0; default HA LA HN LN in the one of all judgments].",
+    help="A personality in the two confidence figures and the comparison of confidence methods (repeatable) "
+    "[default: HN LC in Figure 3, the judgments labelled 0; default HA LA HN LN in the one of all judgments; "
+    "default in the methods' comparison].",
 )
 @settings_options
 def report(

@@ -23,6 +23,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_current
 from tasks.report import charts
+from tasks.report.methods import draw_method_diagrams, method_tables
 from tasks.report.tables import (
     AGREEMENT_METRICS,
     RELIABILITY_METRICS,
@@ -47,6 +48,7 @@ FIGURE_NAMES = (
     "confidence-predicted-0-",
     "reliability-",
     "kappa-runs-",
+    "method-reliability-",
 )
 # The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
 # compares HN with LC; the mean confidence of all judgments, a few contrasting personalities.
@@ -64,8 +66,17 @@ READS = [
     "confidence_of_predicted_zero",
     "calibration_bins",
     "classifier",
+    "method_comparison",
 ]
-SECTIONS = ("radar", "kappa", "judges", "confidence", "confidence_all", "calibration")  # the template's figure sections
+SECTIONS = (
+    "radar",
+    "kappa",
+    "judges",
+    "confidence",
+    "confidence_all",
+    "calibration",
+    "methods",
+)  # the template's figure sections
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,7 @@ class ReportData:
     confidence_of_predicted_zero: pl.DataFrame
     calibration_bins: pl.DataFrame
     classifier: pl.DataFrame
+    method_comparison: pl.DataFrame  # settings judged with 2+ confidence methods (select_method_comparison.sql)
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
 
     @property
@@ -117,13 +129,15 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
 
     No retries: the connection already waits for another process's write lock, and a usage error stays one.
     """
+    filters = {"run_names": runs or None, "collection_id": collection, "cot": None}
     with open_current(settings.warehouse) as con:  # read-only: refresh_views has migrated it
-        run_sql(con, "metrics/snapshot_cells", {"run_names": runs or None, "collection_id": collection, "cot": None})
+        run_sql(con, "metrics/snapshot_cells", filters)
         found = query_frame(con, "report/select_runs")
         missing = sorted(set(runs or []) - set(found["run_name"].to_list()))
         if missing or found.height == 0:
             raise UsageError(_nothing_matches(con, missing, collection))
         run_sql(con, "metrics/snapshot_long")
+        run_sql(con, "metrics/snapshot_costs", filters)
         frames = {name: query_frame(con, f"report/select_{name}") for name in READS}
         views = query_frame(con, "report/select_priming_views", {"view_names": PRIMING_VIEWS})["view_name"].to_list()
         priming = {name: _view_rows(con, name, collection) for name in views}
@@ -151,17 +165,21 @@ def _nothing_matches(con: Any, missing: list[str], collection: str | None) -> st
 def draw_figures(data: ReportData, figures_dir: Path, personalities: list[str] | None) -> list[Figure]:
     """Every figure of every setting as a PNG in figures_dir, after removing an earlier report's PNGs from it.
 
-    `personalities`: the bars of both confidence figures; None for their defaults."""
+    `personalities`: the bars of both confidence figures and the panels of the method comparison's diagrams; None
+    for their defaults."""
     for old in figures_dir.glob("*.png"):
         if old.name.startswith(FIGURE_NAMES):
             old.unlink()
     chosen = (personalities or PREDICTED_ZERO_PERSONALITIES, personalities or CONFIDENCE_PERSONALITIES)
     figures: list[Figure] = []
-    with track("report figures", len(data.settings) + 1) as bar:
+    with track("report figures", len(data.settings) + 2) as bar:
         for setting in data.settings:
             figures += _setting_figures(data, setting, figures_dir, *chosen)
             bar.advance()
         figures += _judge_figures(data, figures_dir)
+        bar.advance()
+        diagrams = draw_method_diagrams(data.method_comparison, data.calibration_bins, figures_dir, personalities)
+        figures += [Figure("methods", label, title, path) for label, title, path in diagrams]
         bar.advance()
     return figures
 
@@ -290,6 +308,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "agreement_tables": metric_tables(data.table_metrics, AGREEMENT_METRICS),
         "reliability_tables": metric_tables(data.table_metrics, RELIABILITY_METRICS),
         "figures": {section: [f for f in figures if f.section == section] for section in SECTIONS},
+        "method_tables": method_tables(data.method_comparison, filters.get("personalities")),
         "classifier_tables": _classifier_tables(data.classifier),
         "classifier_titles": list(CLASSIFIER_METRIC_TITLES.values()),
         "priming_plots": priming_plots,
