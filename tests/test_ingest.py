@@ -78,6 +78,17 @@ def test_balanced_subsets_are_deterministic_and_sized(settings):
     )
     # Published: DL19 22 / 4,141, DL20 25 / 5,213, DL21 21 / 4,304 (topic lists unpublished); see docs/subsets.md.
     assert got == [("dl19", 22, 5268), ("dl20", 25, 5315), ("dl21", 21, 4269)]
+    # Pairs at levels 0-3 (docs/subsets.md); the study's are 2,314/707/760/360, 3,756/761/328/368, 1,709/1,198/922/475.
+    per_level = rows(
+        settings,
+        """
+        select collection_id, count(*) filter (where relevance = 0), count(*) filter (where relevance = 1),
+            count(*) filter (where relevance = 2), count(*) filter (where relevance = 3)
+        from subset_topics join qrels using (collection_id, query_id)
+        where subset_name = 'balanced' group by 1 order by 1""",
+    )
+    assert per_level == [("dl19", 2624, 921, 1089, 634), ("dl20", 3271, 959, 635, 450), ("dl21", 1164, 1207, 982, 916)]
+    assert rows(settings, "select count(*) from subsets where subset_name = 'published'") == [(0,)]  # none unique
     levels = rows(
         settings,
         """
