@@ -37,7 +37,16 @@ POLES = ("high", "low", "none")
 PERSONALITY_KEYS = ("code", "name", "trait", "pole", "instruction")
 # Codes become column values, file names and CLI arguments: keep them short and shell-safe.
 CODE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
-PROMPT_NAMES = ("label_nocot", "label_cot", "confidence")
+PROMPT_NAMES = (
+    "label_nocot",
+    "label_cot",
+    "confidence",
+    "self_nocot",
+    "self_cot",
+    "self_pairwise",
+    "certainty_nocot",
+    "certainty_cot",
+)
 PROMPT_KEYS: dict[str, type] = {
     "name": str,
     "description": str,
@@ -156,6 +165,15 @@ def build_confidence_messages(
     """The post-hoc confidence request for a label the same personality gave."""
     template = _prompt("confidence")
     return _messages(personality, template.render(query=query, document=document, predicted_score=predicted_score))
+
+
+def build_joint_messages(
+    personality: Personality, query: str, document: str, cot: bool, method: str
+) -> list[dict[str, str]]:
+    """One request asking for the label and its confidence together: method 'self' (a JSON answer) or
+    'certainty' (the label and a 1-100 certainty in double brackets), with the no-CoT or CoT rubric."""
+    template = _prompt(f"{method}_{'cot' if cot else 'nocot'}")
+    return _messages(personality, template.render(query=query, document=document))
 
 
 def sampling_params(name: str) -> dict[str, Any]:

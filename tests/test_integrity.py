@@ -566,7 +566,7 @@ def test_a_sampling_vote_another_run_asks_again_keeps_the_first_judgment_derivab
     mended = {"on": False}
 
     def respond(request):
-        if not mended["on"] and request.get("seed") == 1:
+        if not mended["on"] and request.get("seed") % 1000 == 1:  # vote 1 and its regenerations (seeds 1001...)
             return "I would rather not say."
         return instant(request)
 

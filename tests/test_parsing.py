@@ -180,8 +180,10 @@ def test_logprob_scores_renormalised_over_labels() -> None:
         {"token": "3", "logprob": math.log(0.2)},
         {"token": "The", "logprob": math.log(0.1)},
     ]
-    p_chosen, expected, dist, reason = label_logprob_scores(top)
+    p_chosen, expected, dist, reason, missing, mass = label_logprob_scores(top)
     assert reason == "ok"
+    assert missing == (0, 1)
+    assert mass == pytest.approx(0.9)
     assert dist == pytest.approx({0: 0.0, 1: 0.0, 2: 0.7 / 0.9, 3: 0.2 / 0.9})
     assert p_chosen == pytest.approx(0.7 / 0.9)
     assert expected == pytest.approx((2 * 0.7 + 3 * 0.2) / 0.9)
@@ -201,11 +203,14 @@ def test_logprob_scores_renormalised_over_labels() -> None:
         # "2." is not exactly a label token
         ([{"token": "2.", "logprob": -0.1}], LogprobScores(None, None, None, "no label token")),
         # a lone label token gets probability 1
-        ([{"token": "1", "logprob": -3.0}], LogprobScores(1.0, 1.0, {0: 0.0, 1: 1.0, 2: 0.0, 3: 0.0}, "ok")),
+        (
+            [{"token": "1", "logprob": -3.0}],
+            LogprobScores(1.0, 1.0, {0: 0.0, 1: 1.0, 2: 0.0, 3: 0.0}, "ok", (0, 2, 3), math.exp(-3.0)),
+        ),
         # a tie goes to the lower label, and the expectation sits between
         (
             [{"token": "1", "logprob": -1.0}, {"token": "2", "logprob": -1.0}],
-            LogprobScores(0.5, 1.5, {0: 0.0, 1: 0.5, 2: 0.5, 3: 0.0}, "ok"),
+            LogprobScores(0.5, 1.5, {0: 0.0, 1: 0.5, 2: 0.5, 3: 0.0}, "ok", (0, 3), 2 * math.exp(-1.0)),
         ),
     ],
 )

@@ -30,8 +30,8 @@ from tasks.ingest.sources import default_subset
     "--confidence-method",
     "methods",
     multiple=True,
-    type=click.Choice(["verbalized", "logprob", "sampling"]),
-    help="Confidence method (repeatable); default verbalized.",
+    type=click.Choice(["verbalized", "logprob", "sampling", "self", "certainty", "all"]),
+    help="Confidence method (repeatable; 'all': every method on the same pairs); default verbalized.",
 )
 @click.option("--run-name", help="Name of the run (re-using a name resumes it).")
 @click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")

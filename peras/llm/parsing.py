@@ -61,6 +61,8 @@ class LogprobScores(NamedTuple):
     expected_score: float | None
     dist: dict[int, float] | None
     reason: str
+    missing: tuple[int, ...] = ()  # labels none of whose tokens is among the top log-probabilities
+    mass: float | None = None  # sum of exp(logprob) over the label tokens found, before renormalising
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,35 +130,45 @@ def parse_confidence(text: str | None) -> ParseResult:
 def label_logprob_scores(top_logprobs: list[dict[str, Any]] | None) -> LogprobScores:
     """Label distribution from one token's top log-probabilities, renormalised over the tokens "0".."3".
 
-    Tokens equal to a label after stripping spaces (" 2" and "2") add up. `p_chosen` is the probability of
-    the most probable label (ties: the lower label), `expected_score` is sum_k k * p(k). If no top token is
-    a label, everything is None and `reason` is 'no label token' (or 'no logprobs' for an empty list).
+    Renormalising exp(logprob) over the labels is the softmax over the options' log-probabilities. Tokens equal to
+    a label after stripping spaces (" 2" and "2") add up. `p_chosen` is the largest label probability (LogP's
+    confidence; ties: the lower label), `expected_score` is sum_k k * p(k); `missing` lists the labels without a
+    top token (their probability is 0 here) and `mass` the probability the label tokens covered. If no top token
+    is a label, the values are None and `reason` is 'no label token' (or 'no logprobs' for an empty list).
     """
     if not top_logprobs:
         return LogprobScores(None, None, None, "no logprobs")
     mass = dict.fromkeys(range(4), 0.0)
-    found = False
+    present: set[int] = set()
     for entry in top_logprobs:
         label = _LABEL_TOKENS.get(str(entry.get("token", "")).strip())
         logprob = entry.get("logprob")
         if label is None or logprob is None or math.isnan(logprob):
             continue
-        found = True
+        present.add(label)
         mass[label] += math.exp(logprob)
     total = sum(mass.values())
-    if not found or total <= 0.0:
+    if not present or total <= 0.0:
         return LogprobScores(None, None, None, "no label token")
     dist = {k: p / total for k, p in mass.items()}
     best = max(range(4), key=lambda k: (dist[k], -k))
-    return LogprobScores(dist[best], sum(k * p for k, p in dist.items()), dist, "ok")
+    missing = tuple(k for k in range(4) if k not in present)
+    return LogprobScores(dist[best], sum(k * p for k, p in dist.items()), dist, "ok", missing, total)
 
 
 def label_token_top_logprobs(content: list[dict[str, Any]] | None, label: int) -> list[dict[str, Any]] | None:
     """The top log-probabilities of the last generated token that spells `label`, or None if none does."""
-    for token in reversed(content or []):
-        if str(token.get("token", "")).strip() == str(label):
-            return token.get("top_logprobs") or None
-    return None
+    return label_token(content, label)[1]
+
+
+def label_token(content: list[dict[str, Any]] | None, label: int) -> tuple[int | None, list[dict[str, Any]] | None]:
+    """(index, top log-probabilities) of the last generated token that spells `label` - with CoT the final score
+    after the reasoning - or (None, None) if none does."""
+    tokens = content or []
+    for index in range(len(tokens) - 1, -1, -1):
+        if str(tokens[index].get("token", "")).strip() == str(label):
+            return index, tokens[index].get("top_logprobs") or None
+    return None, None
 
 
 _LABEL_TOKENS = {str(k): k for k in range(4)}

@@ -8,9 +8,13 @@
 -- - an 'unanswered' line (sent, no answer) goes to llm_request_history only: it is no answer to reuse, but the
 --   run's budget counts what it cost.
 -- Loading a shard twice (a crash between commit and deletion) adds no history row twice.
-insert into llm_request_history
+insert into llm_request_history (
+    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
+    replaced_at, why, parsed_confidence, attempt_params
+)
 select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
-       s.http_requests, s.created_at, $replaced_at, 'no answer (the request failed)'
+       s.http_requests, s.created_at, $replaced_at, 'no answer (the request failed)', s.parsed_confidence,
+       s.attempt_params
 from staged_requests as s
 where s.parse_status = 'unanswered'
   and not exists (
@@ -32,15 +36,22 @@ select
 from staged_requests as s
 left join llm_requests as r on r.request_id = s.request_id;
 
-insert into llm_request_history
+insert into llm_request_history (
+    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
+    replaced_at, why, parsed_confidence, attempt_params
+)
 select r.request_id, r.run_id, r.raw_text, r.attempt_texts, r.parsed_value, r.parse_status, r.parse_reason,
-       r.http_requests, r.created_at, $replaced_at, 'failure re-asked'
+       r.http_requests, r.created_at, $replaced_at, 'failure re-asked', r.parsed_confidence, r.attempt_params
 from llm_requests as r
 inner join request_merge as m on m.request_id = r.request_id and m.action = 'replace';
 
-insert into llm_request_history
+insert into llm_request_history (
+    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
+    replaced_at, why, parsed_confidence, attempt_params
+)
 select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
-       s.http_requests, s.created_at, $replaced_at, 'duplicate answer (the stored one is kept)'
+       s.http_requests, s.created_at, $replaced_at, 'duplicate answer (the stored one is kept)', s.parsed_confidence,
+       s.attempt_params
 from staged_requests as s
 inner join request_merge as m on m.request_id = s.request_id and m.action = 'duplicate'
 where not exists (
@@ -52,18 +63,20 @@ update llm_requests as r
 set raw_text = s.raw_text, attempts = s.attempts, attempt_texts = s.attempt_texts, parsed_value = s.parsed_value,
     parse_status = s.parse_status, parse_reason = s.parse_reason, logprobs = s.logprobs,
     prompt_tokens = s.prompt_tokens, completion_tokens = s.completion_tokens, cached_tokens = s.cached_tokens,
-    latency_ms = s.latency_ms, created_at = s.created_at, run_id = s.run_id, http_requests = s.http_requests
+    latency_ms = s.latency_ms, created_at = s.created_at, run_id = s.run_id, http_requests = s.http_requests,
+    parsed_confidence = s.parsed_confidence, attempt_params = s.attempt_params
 from staged_requests as s, request_merge as m
 where s.request_id = r.request_id and m.request_id = s.request_id and m.action = 'replace';
 
 insert into llm_requests (
     request_id, model, backend, prompt_hash, purpose, params, messages, raw_text, attempts, attempt_texts,
     parsed_value, parse_status, parse_reason, logprobs, prompt_tokens, completion_tokens, cached_tokens,
-    latency_ms, created_at, run_id, http_requests
+    latency_ms, created_at, run_id, http_requests, parsed_confidence, attempt_params
 )
 select
     s.request_id, s.model, s.backend, s.prompt_hash, s.purpose, s.params, s.messages, s.raw_text, s.attempts,
     s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason, s.logprobs, s.prompt_tokens,
-    s.completion_tokens, s.cached_tokens, s.latency_ms, s.created_at, s.run_id, s.http_requests
+    s.completion_tokens, s.cached_tokens, s.latency_ms, s.created_at, s.run_id, s.http_requests,
+    s.parsed_confidence, s.attempt_params
 from staged_requests as s
 inner join request_merge as m on m.request_id = s.request_id and m.action = 'new'

@@ -29,7 +29,9 @@ where m.action in ('text changed', 'failure asked again');
 update judgments as j
 set label = m.label, confidence = m.confidence, expected_score = m.expected_score, status = m.status,
     reason = m.reason, label_request_id = m.label_request_id, confidence_request_id = m.confidence_request_id,
-    judged_at = m.judged_at, text_sha = m.text_sha, sample_request_ids = m.sample_request_ids
+    judged_at = m.judged_at, text_sha = m.text_sha, sample_request_ids = m.sample_request_ids,
+    label_dist = m.label_dist, p_label = m.p_label, missing_labels = m.missing_labels, label_mass = m.label_mass,
+    label_token_index = m.label_token_index
 from outcome_merge as m
 where m.action in ('text changed', 'failure asked again')
   and j.run_id = m.run_id and j.query_id = m.query_id and j.doc_id = m.doc_id
@@ -37,11 +39,13 @@ where m.action in ('text changed', 'failure asked again')
 
 insert into judgments (
     run_id, query_id, doc_id, personality, cot, confidence_method, label, confidence, expected_score, status, reason,
-    label_request_id, confidence_request_id, judged_at, text_sha, sample_request_ids
+    label_request_id, confidence_request_id, judged_at, text_sha, sample_request_ids, label_dist, p_label,
+    missing_labels, label_mass, label_token_index
 )
 select
     run_id, query_id, doc_id, personality, cot, confidence_method, label, confidence, expected_score, status, reason,
-    label_request_id, confidence_request_id, judged_at, text_sha, sample_request_ids
+    label_request_id, confidence_request_id, judged_at, text_sha, sample_request_ids, label_dist, p_label,
+    missing_labels, label_mass, label_token_index
 from outcome_merge
 where action = 'new';
 

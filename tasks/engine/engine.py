@@ -6,7 +6,8 @@ an outcome row. The engine owns the rest:
 - the answer cache: an identical request (model, messages, parameters, sample index) is answered from the
   warehouse, whatever its purpose. A stored failure (unreadable, refused) is reused only by the run that stored
   it, unless `retry_failed`; any other run asks again and the new answer replaces it (the old one is kept);
-- regeneration: an unreadable answer is asked again up to the Ask's limit, every attempt recorded;
+- regeneration: an unreadable answer is asked again up to the Ask's limit, each time with another seed and, for a
+  greedy request, at temperature 0.7 (`regeneration_params`), every attempt's text and parameters recorded;
 - journaling to shards (tasks/engine/shards.py), loaded into the warehouse as they fill (so progress is visible),
   with the outcomes that contradict a stored answer left out and asked again in a further pass;
 - progress, counts, and the run-wide request budget.
@@ -26,7 +27,7 @@ from peras.llm.client import LLMClient
 from peras.prompting import request_hashes
 from peras.warehouse import now
 from tasks.engine.shards import ShardJournal, load_shards, shard_dir
-from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage
+from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage, regeneration_params
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
 
 MAX_PASSES = 3  # a pass after the first only re-derives outcomes from stored answers
@@ -191,12 +192,15 @@ class Engine:
 
     async def _send(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
         texts: list[str] = []
+        sent: list[dict[str, Any]] = []
         started = time.perf_counter()
         http = 0
         result = None
         try:
-            for _ in range(1 + spec.regenerations):
-                result = await self.client.chat(spec.messages, spec.params)
+            for attempt in range(1 + spec.regenerations):
+                params = regeneration_params(spec.params, attempt)
+                sent.append(params)
+                result = await self.client.chat(spec.messages, params)
                 self.stats.n_sent += 1
                 http += result.attempts
                 texts.append(result.text)
@@ -206,7 +210,7 @@ class Engine:
         except RequestRejected as exc:
             http += getattr(exc, "http_requests", 1)
             self._journal_request(
-                spec, request_id, prompt_hash, None, texts, None, "refused", str(exc)[:500], http, started
+                spec, request_id, prompt_hash, None, texts, sent, None, "refused", str(exc)[:500], http, started
             )
             raise RequestRejected(str(exc), request_id=request_id) from exc
         except BaseException as exc:
@@ -216,7 +220,7 @@ class Engine:
             if http:
                 reason = (str(exc) or type(exc).__name__)[:500]
                 self._journal_request(
-                    spec, request_id, prompt_hash, None, texts, None, "unanswered", reason, http, started
+                    spec, request_id, prompt_hash, None, texts, sent, None, "unanswered", reason, http, started
                 )
             raise
         finally:
@@ -230,12 +234,14 @@ class Engine:
             prompt_hash,
             result,
             texts,
+            sent,
             value if isinstance(value, int | float) and not isinstance(value, bool) else None,
             "ok" if parsed.ok else "parse_failure",
             None if parsed.ok else parsed.reason,
             http,
             started,
             logprobs,
+            getattr(parsed, "confidence", None) if parsed.ok else None,
         )
         return Answer(request_id, parsed, result.text, logprobs, False)
 
@@ -246,12 +252,14 @@ class Engine:
         prompt_hash: str,
         result: Any,
         texts: list[str],
+        sent: list[dict[str, Any]],
         value: float | None,
         status: str,
         reason: str | None,
         http: int,
         started: float,
         logprobs: list[dict[str, Any]] | None = None,
+        confidence: float | None = None,
     ) -> None:
         assert self._journal is not None
         if status != "unanswered":
@@ -270,7 +278,9 @@ class Engine:
                 "raw_text": result.text if result is not None else None,
                 "attempts": len(texts),
                 "attempt_texts": texts,
+                "attempt_params": sent,
                 "parsed_value": value,
+                "parsed_confidence": confidence,
                 "parse_status": status,
                 "parse_reason": reason,
                 "logprobs": logprobs,

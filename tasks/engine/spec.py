@@ -12,6 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 MAX_REGENERATIONS = 4  # an unreadable answer is asked again at most this many times
+REGENERATION_TEMPERATURE = 0.7  # a regeneration of a greedy (temperature 0) request samples at this temperature
+REGENERATION_SEED_STEP = 1000  # regeneration k of a request with seed s is sent with seed s + k * this
+
+
+def regeneration_params(params: dict[str, Any], attempt: int) -> dict[str, Any]:
+    """The parameters of attempt `attempt` (0 = the request as asked). A regeneration must be able to change the
+    answer: at temperature 0 the same request returns the same text, so regeneration k samples (at the request's
+    temperature if it samples, else at 0.7) with seed s + 1000 k (s = the request's seed, 0 if none)."""
+    if attempt == 0:
+        return params
+    temperature = params.get("temperature") or REGENERATION_TEMPERATURE
+    seed = int(params.get("seed") or 0) + attempt * REGENERATION_SEED_STEP
+    return params | {"temperature": temperature, "seed": seed}
 
 
 class Parsed(Protocol):

@@ -2,10 +2,16 @@
 
 For each item the label request goes first; then the confidence comes from the method:
 - verbalized: a second request (same personality) states the label and asks for 0-100;
-- logprob: the label token's top log-probabilities over 0-3 (p of the chosen label x 100, and the
-  probability-weighted expected score);
-- sampling: n label requests at temperature 0.7 (seeds 0..n-1); majority label (ties: the lower label),
-  confidence = share of votes x 100, expected score = mean vote.
+- logprob (the overconfidence study's LogP): softmax over the four labels' log-probabilities at the answer token
+  (the last generated token that spells the parsed label; with CoT, the final score after the reasoning);
+  confidence = the largest label probability x 100; the four-way distribution, p(parsed label), the labels
+  missing from the top log-probabilities and the probability mass the labels covered are kept;
+- sampling (the study's MP): n label requests at temperature 0.7 (seeds 0..n-1); majority label, confidence =
+  share of votes x 100, expected score = mean vote. Ties: the votes carry no confidence to break them with (the
+  study breaks voting ties by the highest confidence where one exists), so the lower label wins;
+- self (self-confidence, SC): one request (temperature 0) answering the label and a 0-100 confidence as JSON;
+- certainty (in-prompt certainty): one request (temperature 0.7, top_p 0.95 by default) answering the label as
+  [[k]] and a 1-100 certainty as [[X]]; a judgment is high-certainty at `certainty_threshold` (80).
 An unreadable answer never becomes a label: after the engine's regenerations it is recorded as a failure with
 its reason. Everything about sending, caching and journaling is the engine's (tasks/engine/engine.py).
 """
@@ -19,11 +25,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peras.errors import RequestRejected
-from peras.llm.parsing import label_logprob_scores, label_token_top_logprobs, parse_confidence, parse_label
-from peras.prompting import Personality, build_confidence_messages, build_label_messages, sampling_params
+from peras.llm.joint_parsing import parse_certainty_answer, parse_self_answer
+from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
+from peras.prompting import (
+    Personality,
+    build_confidence_messages,
+    build_joint_messages,
+    build_label_messages,
+    sampling_params,
+)
 from tasks.engine.spec import Ask, AskFn
 
-METHODS = ("verbalized", "logprob", "sampling")
+METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
+JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer
 Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
 
 
@@ -60,14 +74,24 @@ class JudgeConfig:
     max_tokens_cot: int | None = None
     max_tokens_confidence: int | None = None
     n_samples: int = 10
+    max_tokens_joint: int | None = None  # 'self' and 'certainty' answers (label, confidence, and any reasoning)
     sampling_temperature: float = 0.7
-    top_logprobs: int = 5
+    top_logprobs: int = 20  # enough that all four labels are normally among them (OpenAI's maximum)
+    certainty_temperature: float = 0.7
+    certainty_top_p: float = 0.95
+    certainty_threshold: float = 80.0  # a 'certainty' judgment at or above this is high-certainty
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def label_params(self, cot: bool, method: str) -> dict[str, Any]:
-        """Request parameters of the label request (temperature 0, top_p 1 from the prompt file)."""
-        params = sampling_params("label_cot" if cot else "label_nocot")
+        """Request parameters of the label request (temperature 0, top_p 1 from the prompt file; 'certainty'
+        samples at certainty_temperature and certainty_top_p)."""
+        prompt = f"{method}_{'cot' if cot else 'nocot'}" if method in JOINT_METHODS else None
+        params = sampling_params(prompt or ("label_cot" if cot else "label_nocot"))
+        if method == "certainty":
+            params |= {"temperature": self.certainty_temperature, "top_p": self.certainty_top_p, "seed": 0}
         limit = self.max_tokens_cot if cot else self.max_tokens_label
+        if method in JOINT_METHODS:
+            limit = self.max_tokens_joint
         if limit is not None:
             params["max_tokens"] = limit
         if method == "logprob":
@@ -163,6 +187,8 @@ class JudgeStage:
         try:
             if item.method == "sampling":
                 return row | await self._by_sampling(item, pair, ask)
+            if item.method in JOINT_METHODS:
+                return row | await self._in_one_answer(item, pair, ask)
             return row | await self._by_label_then_confidence(item, pair, row, ask)
         except RequestRejected as exc:
             refused = {"status": "error", "reason": str(exc)[:500]}
@@ -183,14 +209,7 @@ class JudgeStage:
         value = int(label.parsed.value)
         found: dict[str, Any] = {"label_request_id": label.request_id, "label": value}
         if item.method == "logprob":
-            scores = label_logprob_scores(label_token_top_logprobs(label.logprobs, value))
-            if scores.p_chosen is None:
-                return found | {"status": "confidence_parse_failure", "reason": f"logprob: {scores.reason}"}
-            return found | {
-                "status": "ok",
-                "confidence": 100.0 * scores.dist[value],  # type: ignore[index]
-                "expected_score": scores.expected_score,
-            }
+            return found | self._by_logprobs(label.logprobs, value)
         confidence_messages = build_confidence_messages(personality, pair.query, pair.passage, value)
         confidence = await ask(
             Ask(confidence_messages, self.config.confidence_params(), "confidence", parse_confidence)
@@ -199,6 +218,40 @@ class JudgeStage:
         if not confidence.ok:
             return found | {"status": "confidence_parse_failure", "reason": confidence.reason}
         return found | {"status": "ok", "confidence": float(confidence.parsed.value)}
+
+    @staticmethod
+    def _by_logprobs(logprobs: list[dict[str, Any]] | None, value: int) -> dict[str, Any]:
+        """LogP: the label distribution at the answer token; confidence = its largest probability x 100."""
+        index, top = label_token(logprobs, value)
+        scores = label_logprob_scores(top)
+        if scores.dist is None or scores.p_chosen is None:
+            return {"status": "confidence_parse_failure", "reason": f"logprob: {scores.reason}"}
+        return {
+            "status": "ok",
+            "confidence": 100.0 * scores.p_chosen,
+            "expected_score": scores.expected_score,
+            "label_dist": [scores.dist[k] for k in range(4)],
+            "p_label": scores.dist[value],
+            "missing_labels": list(scores.missing),
+            "label_mass": scores.mass,
+            "label_token_index": index,
+        }
+
+    async def _in_one_answer(self, item: WorkItem, pair: Pair, ask: AskFn) -> dict[str, Any]:
+        """'self' and 'certainty': the label and the confidence read from one answer (one request)."""
+        messages = build_joint_messages(
+            self.personalities[item.personality], pair.query, pair.passage, item.cot, item.method
+        )
+        params = self.config.label_params(item.cot, item.method)
+        answer = await ask(Ask(messages, params, "label", JOINT_METHODS[item.method]))
+        found: dict[str, Any] = {"label_request_id": answer.request_id, "confidence_request_id": answer.request_id}
+        if not answer.ok:
+            return found | {"status": "label_parse_failure", "reason": answer.reason}
+        return found | {
+            "status": "ok",
+            "label": int(answer.parsed.value),
+            "confidence": float(answer.parsed.confidence),
+        }
 
     async def _by_sampling(self, item: WorkItem, pair: Pair, ask: AskFn) -> dict[str, Any]:
         messages = build_label_messages(self.personalities[item.personality], pair.query, pair.passage, item.cot)

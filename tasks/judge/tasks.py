@@ -24,7 +24,8 @@ from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
 from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
 
-EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6}  # the 0.5B model answers in 1-3 tokens
+# The 0.5B model answers a label or a confidence in 1-3 tokens; a 'self' JSON or a 'certainty' answer needs room.
+EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6, "joint": 96}
 # What a run is: changing any of these changes the answers, so it needs another run name. Everything else
 # (pairs, limits, subsets, personalities, CoT settings) only narrows or extends what the run has judged.
 IDENTITY_KEYS = (
@@ -39,8 +40,10 @@ IDENTITY_KEYS = (
 
 
 def check_methods(methods: list[str] | None) -> list[str]:
-    """Confidence methods must be known; none given means verbalized."""
+    """Confidence methods must be known; none given means verbalized, 'all' means every method."""
     chosen = methods or ["verbalized"]
+    if "all" in chosen:
+        chosen = list(METHODS)
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown confidence method {unknown[0]!r}; choose from {', '.join(METHODS)}")
@@ -76,6 +79,7 @@ def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:
             EMBEDDED_MAX_TOKENS["cot"],
             EMBEDDED_MAX_TOKENS["confidence"],
             n_samples,
+            max_tokens_joint=EMBEDDED_MAX_TOKENS["joint"],
             extra_body={"cache_prompt": True},
         )
     return JudgeConfig(endpoint.model, endpoint.backend, n_samples=n_samples)
@@ -91,6 +95,8 @@ def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
         "confidence_params": config.confidence_params(),
         "n_samples": config.n_samples,
         "sampling_temperature": config.sampling_temperature,
+        "top_logprobs": config.top_logprobs,
+        "certainty_threshold": config.certainty_threshold,
     }
 
 

@@ -83,7 +83,8 @@ Responder = Callable[[dict[str, Any]], "str | list[str] | Reply | Fault"]
 
 
 def instant(request: dict[str, Any]) -> str | list[str]:
-    """Stable varied answers: a label 0-3 for label prompts, a confidence 50-100 for confidence prompts.
+    """Stable varied answers: a label 0-3 for label prompts, a confidence 50-100 for confidence prompts; for the
+    'self' prompt a JSON object with both, for the 'certainty' prompt `[[label]]` then `[[certainty 1-100]]`.
 
     The answer is a CRC32 of the last message, so the same prompt always gets the same answer, across runs
     and processes; choice i of n hashes the prompt with i appended.
@@ -91,10 +92,17 @@ def instant(request: dict[str, Any]) -> str | list[str]:
     messages = request.get("messages") or [{}]
     content = str(messages[-1].get("content", "")).encode("utf-8")
     is_confidence = b"please give a confidence score" in content
+    is_self = b'"confidence_score": number' in content
+    is_certainty = b"like so: [[X]]" in content
     texts = []
     for i in range(int(request.get("n") or 1)):
         digest = zlib.crc32(content + (b"#%d" % i if i else b""))
-        texts.append(str(50 + digest % 51) if is_confidence else str(digest % 4))
+        if is_self:
+            texts.append(f'{{"relevance": {digest % 4}, "confidence_score": {50 + digest % 51}, "explanation": "x"}}')
+        elif is_certainty:
+            texts.append(f"Relevance: [[{digest % 4}]]\nCertainty: [[{1 + digest % 100}]]")
+        else:
+            texts.append(str(50 + digest % 51) if is_confidence else str(digest % 4))
     return texts if len(texts) > 1 else texts[0]
 
 

@@ -4,6 +4,8 @@
 -- - its label request is stored, asked of the run's model, and its answer reads as the judgment's label
 --   (a label failure: the answer does not read; an error: the request or the confidence request was refused);
 -- - verbalized: the confidence request is stored and reads as the judgment's confidence;
+-- - self, certainty: label and confidence come from one request, which reads as both;
+-- - logprob: the label as for verbalized (its distribution, read from the stored log-probabilities, is not re-derived here);
 -- (format() is null when an argument is: every argument is coalesced, else a problem would read as none.)
 -- - sampling: every vote's request is stored, and the label's share of the votes is the confidence. A vote that
 --   failed for the judgment's run and was asked again since (by a retry or by another run) may count either way:
@@ -57,6 +59,10 @@ checked as (
             when j.confidence_method = 'verbalized' and j.status = 'ok'
                  and (cr.request_id is null or cr.parse_status <> 'ok' or cr.parsed_value is distinct from j.confidence)
                 then format('confidence {} but its request reads {}', coalesce(cast(j.confidence as varchar), 'null'), coalesce(cast(cr.parsed_value as varchar), cr.parse_status, 'nothing'))
+            when j.confidence_method in ('self', 'certainty') and j.status = 'ok'
+                 and (lr.parsed_confidence is distinct from j.confidence
+                      or j.confidence_request_id is distinct from j.label_request_id)
+                then format('confidence {} but its request reads {}', coalesce(cast(j.confidence as varchar), 'null'), coalesce(cast(lr.parsed_confidence as varchar), lr.parse_status, 'nothing'))
             when j.confidence_method = 'verbalized' and j.status = 'confidence_parse_failure'
                  and (cr.request_id is null or cr.parse_status = 'ok') and cf.request_id is null
                 then 'a confidence failure, but its confidence request reads (or is not stored)'
