@@ -51,8 +51,9 @@ GLOSSARY: dict[str, str] = {
     "personality": "personality condition: 'default' (no instruction), HA/LA, HC/LC, HE/LE, HN/LN, HO/LO "
     "(High/Low Agreeableness, Conscientiousness, Extraversion, Neuroticism, Openness) or a user code",
     "cot": "true: judged with chain-of-thought (reason first, then the label)",
-    "confidence_method": "how the confidence was obtained: 'verbalized', 'logprob', 'sampling', 'given' "
-    "(an imported file's column), 'none'",
+    "confidence_method": "how the confidence was obtained: 'verbalized' (a second request), 'logprob' (the label "
+    "token's probabilities), 'sampling' (share of 10 votes), 'self' (label and confidence in one JSON answer), "
+    "'certainty' (label and 1-100 certainty in one [[..]] answer), 'given' (an imported file's column), 'none'",
     "label": "the judge's relevance label 0-3; null for a label parse failure",
     "confidence": "the judge's confidence 0-100 in its label; null when missing or unparseable",
     "expected_score": "logprob: sum_k k * p(k); sampling: mean vote; else null",

@@ -230,3 +230,34 @@ def test_priming_takes_a_model_preset_and_explicit_flags_win(capsys, warehouse):
         second = {(r.body["frequency_penalty"], r.body["presence_penalty"]) for r in server.chat_requests}
     assert first == {(preset.model, 1.0, 0.0)}
     assert second == {(0.5, 0.0)}
+
+
+@pytest.mark.integration
+def test_judge_with_a_model_preset_takes_its_model_and_cot_settings(settings, tmp_path, capsys, monkeypatch):
+    from flows.ingest import ingest
+    from tests.support.fake_openai import FakeOpenAI, instant
+    from tests.test_integrity import rows
+
+    monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
+    ingest(preset="sample", settings=settings)
+    model = "meta-llama/Meta-Llama-3-70B-Instruct"
+    with FakeOpenAI(instant, models=[model]) as server:
+        args = ("judge", "sample", "--warehouse", str(settings.warehouse), "--base-url", server.base_url)
+        result = run_cli(
+            capsys, *args, "--model-preset", "llama-3-70b", "--personality", "default", "--limit-pairs", "2"
+        )
+        assert result.exit_code == 0, result.err
+        assert {r.body["model"] for r in server.chat_requests} == {model}
+        # an explicit --cot wins over the preset's (llama-3-70b: without CoT only)
+        explicit = run_cli(
+            capsys, *args, "--model-preset", "llama-3-70b", "--personality", "default", "--limit-pairs", "2",
+            "--cot", "with", "--run-name", "explicit",
+        )  # fmt: skip
+        assert explicit.exit_code == 0, explicit.err
+    assert rows(
+        settings.warehouse,
+        "select run_name, model, cot, count(*) from judge_runs join judgments using (run_id) group by all order by all",
+    ) == [("explicit", model, True, 2), (f"sample-{model.replace('/', '_')}", model, False, 2)]
+    served = run_cli(capsys, "judge", "sample", "--warehouse", str(settings.warehouse), "--model-preset", "llama-3-8b")
+    assert served.exit_code == 2
+    assert served.err.strip().endswith("model preset llama-3-8b is served by vllm: give its --base-url")

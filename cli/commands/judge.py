@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 
 from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.model_presets import check_served, model_preset_option
 from peras.errors import UsageError
+from peras.models import ModelPreset
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
 
@@ -55,6 +58,7 @@ from tasks.ingest.sources import default_subset
     help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
 )
 @endpoint_options
+@model_preset_option
 @settings_options
 def judge(
     settings: Settings,
@@ -70,6 +74,7 @@ def judge(
     n_samples: int,
     chunk_size: int,
     retry_failed: bool,
+    model_preset: ModelPreset | None,
 ) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
@@ -82,6 +87,7 @@ def judge(
         peras judge llmjudge --cot without          # its published subset: the study's 21 dev topics
         peras judge dl19 --subset balanced --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
         peras judge llmjudge --subset test --personality default --personality HA --cot without
+        peras judge dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # the study's model and settings
     """
     from flows.judge import judge as judge_flow
 
@@ -89,7 +95,11 @@ def judge(
         raise UsageError("give --subset or --all-topics, not both")
     if subset is None and not all_topics:
         subset = default_subset(collection)
+    check_served(model_preset, settings)
     cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
+    cot_given = click.get_current_context().get_parameter_source("cot") is not ParameterSource.DEFAULT
+    if model_preset is not None and not cot_given:
+        cot_settings = model_preset.cot_settings  # the study's CoT settings for the model
     result = run_flow(
         judge_flow,
         tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
