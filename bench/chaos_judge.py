@@ -53,6 +53,9 @@ from peras.warehouse import connect  # noqa: E402
 from tests.support.fake_openai import Chaos, fake_openai_process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+# `python -m cli.main` run in ROOT: the code of this checkout, never the one an editable install points at (the
+# `peras` script imports whatever checkout was installed, which may be changing while the benchmark runs).
+PERAS = [sys.executable, "-m", "cli.main"]
 MODEL = "chaos-model"
 PERSONALITIES = ("default", "HO", "LO", "HC", "LC", "HE", "LE", "HA", "LA", "HN", "LN")
 ATTEMPT_TIMEOUT_S = 75.0  # an attempt still running after this is a hang: its stacks dumped, killed, reported
@@ -103,7 +106,7 @@ class RunSpec:
             args += ["--personality", personality]
         for method in self.methods:
             args += ["--confidence-method", method]
-        return [str(Path(sys.executable).with_name("peras")), *args]
+        return [*PERAS, *args]
 
     def cot_values(self) -> list[bool]:
         """The CoT settings the run plans."""
@@ -278,7 +281,7 @@ def drive(
 
 def ingest(env: dict[str, str]) -> None:
     """`peras ingest sample` into the env's warehouse."""
-    command = [str(Path(sys.executable).with_name("peras")), "ingest", "sample"]
+    command = [*PERAS, "ingest", "sample"]
     done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"peras ingest sample failed ({done.returncode}): {done.stderr[-2000:]}")
