@@ -46,6 +46,7 @@ PROMPT_NAMES = (
     "self_pairwise",
     "certainty_nocot",
     "certainty_cot",
+    "bfi2_item",
 )
 PROMPT_KEYS: dict[str, type] = {
     "name": str,
@@ -174,6 +175,11 @@ def build_joint_messages(
     'certainty' (the label and a 1-100 certainty in double brackets), with the no-CoT or CoT rubric."""
     template = _prompt(f"{method}_{'cot' if cot else 'nocot'}")
     return _messages(personality, template.render(query=query, document=document))
+
+
+def build_item_messages(personality: Personality, statement: str) -> list[dict[str, str]]:
+    """A BFI-2 item under a personality, laid out as judging is (peras/bfi2.py reads the 1-5 answer)."""
+    return _messages(personality, _prompt("bfi2_item").render(item=statement))
 
 
 def sampling_params(name: str) -> dict[str, Any]:

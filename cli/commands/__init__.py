@@ -16,4 +16,5 @@ COMMAND_MODULES = [
     "runs",
     "server",
     "study",
+    "personas",
 ]

@@ -1,0 +1,186 @@
+"""Personas tasks: choose the set, register the check run, hand the planned answers to the engine, gate, publish.
+
+The items are asked as tasks/personas/asking.py says; the scores and the fidelity verdicts are the warehouse's
+views (sql/personas/views), read back here for the summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from peras.bfi2 import Bfi2Item, items_fingerprint, load_items
+from peras.errors import CheckFailed, UsageError
+from peras.prompting import Personality, load_personalities, load_prompt
+from peras.settings import Settings
+from peras.sql import run_sql
+from peras.warehouse import connect, now, open_migrated
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.spec import RunIdentity
+from tasks.engine.tasks import run_counts
+from tasks.personas.asking import CheckConfig, ItemAsk, PersonasPlan, PersonasStage
+
+PERSONALITY_SETS = ("builtin",)  # the set builder (issue 18, part 1) will add named sets
+EMBEDDED_MAX_TOKENS = 8  # one digit, perhaps a full stop
+
+
+@task(cache_policy=NO_CACHE)
+def choose_set(personality_set: str) -> list[Personality]:
+    """The personalities of a set, default included; only the eleven built-in conditions for now."""
+    if personality_set not in PERSONALITY_SETS:
+        raise UsageError(f"unknown personality set {personality_set!r}; known: {', '.join(PERSONALITY_SETS)}")
+    return load_personalities(None)
+
+
+def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: int) -> CheckConfig:
+    """The prompt's greedy sampling for sample 0, k samples at `temperature`; the embedded model also a cap."""
+    if n_samples < 2:
+        raise UsageError("--samples must be at least 2: a score's spread needs two sampled answers")
+    sampling = load_prompt("bfi2_item").sampling
+    cap = EMBEDDED_MAX_TOKENS if endpoint.is_embedded else None
+    return CheckConfig(endpoint.model, endpoint.backend, sampling, n_samples, temperature, seed, cap)
+
+
+def plan_answers(personalities: list[Personality], items: list[Bfi2Item], n_samples: int) -> list[ItemAsk]:
+    """Every personality x item x sample (0 greedy, 1..k sampled), a personality's answers together."""
+    return [
+        ItemAsk(p.code, item.item_id, sample)
+        for p in personalities
+        for sample in range(n_samples + 1)
+        for item in items
+    ]
+
+
+def run_parameters(config: CheckConfig) -> dict[str, Any]:
+    """What fixes a check run besides set and model: request parameters, prompt and items."""
+    template = load_prompt("bfi2_item").template
+    return {
+        "greedy_params": config.params(0),
+        "sampled_params": config.params(1) | {"seed": config.seed},
+        "prompt_sha256": hashlib.sha256(template.encode("utf-8")).hexdigest(),
+        "items_sha256": items_fingerprint(),
+    }
+
+
+@task(cache_policy=NO_CACHE)
+def register_check_run(
+    settings: Settings,
+    warehouse_id: str,
+    run_name: str | None,
+    personality_set: str,
+    config: CheckConfig,
+    personalities: list[Personality],
+) -> RunIdentity:
+    """Create the run, or check that an existing run of that name asks the same way (then resume it)."""
+    name = run_name or f"personas-{personality_set}-{config.model.replace('/', '_')}"
+    params = json.dumps(run_parameters(config), sort_keys=True)
+    fixed = (personality_set, config.model, config.n_samples, config.sample_temperature, config.seed)
+    with open_migrated(settings.warehouse) as con:
+        con.register("staged_items", pl.DataFrame([vars_of(item) for item in load_items()]).to_arrow())
+        run_sql(con, "personas/upsert_items")
+        found = run_sql(con, "personas/select_run", {"run_name": name}).fetchall()
+        if found:
+            run_id, *have, have_params = found[0]
+            if tuple(have) != fixed or json.loads(have_params) != json.loads(params):
+                raise UsageError(
+                    f"personas check run {name!r} already exists with another set, model, samples, temperature, "
+                    "seed, prompt or items; choose another --run-name"
+                )
+        else:
+            run_id = uuid.uuid4().hex[:16]
+        values = {
+            "check_run_id": run_id,
+            "run_name": name,
+            "personality_set": personality_set,
+            "model": config.model,
+            "backend": config.backend,
+            "n_samples": config.n_samples,
+            "sample_temperature": config.sample_temperature,
+            "seed": config.seed,
+            "params": params,
+            "scope": json.dumps({"personalities": [p.code for p in personalities]}),
+            "created_at": now(),
+        }
+        if found:
+            run_sql(con, "personas/start_run", {k: values[k] for k in ("check_run_id", "scope", "backend")})
+        else:
+            run_sql(con, "personas/insert_run", values)
+    return RunIdentity(warehouse_id, "personas", run_id, name, config.model, config.backend)
+
+
+def vars_of(item: Bfi2Item) -> dict[str, Any]:
+    """An item as a row of bfi2_items."""
+    return {f: getattr(item, f) for f in ("item_id", "domain_code", "domain", "facet", "keyed", "item")}
+
+
+def plan_check(run: RunIdentity, planned: list[ItemAsk]) -> PersonasPlan:
+    """The planned answers; those with a stored outcome are skipped when asked."""
+    return PersonasPlan(run.run_id, planned)
+
+
+def personas_stage(config: CheckConfig, personalities: list[Personality], items: list[Bfi2Item]) -> PersonasStage:
+    """The personas half of the engine contract: items to requests, answers to answer rows."""
+    return PersonasStage(config, {p.code: p for p in personalities}, {item.item_id: item for item in items})
+
+
+@task(cache_policy=NO_CACHE)
+def check_answers(settings: Settings, run: RunIdentity, planned: list[ItemAsk]) -> int:
+    """The personas gate (sql/personas/assert_run_valid.sql); publish on success. Returns the failures recorded."""
+    frame = pl.DataFrame(
+        [{"personality": a.personality, "item_id": a.item_id, "sample_index": a.sample_index} for a in planned],
+        schema={"personality": pl.Utf8, "item_id": pl.Int32, "sample_index": pl.Int32},
+    )
+    params = {"check_run_id": run.run_id, "max_share": settings.max_parse_failure_share}
+    with open_migrated(settings.warehouse) as con:
+        con.register("persona_planned", frame.to_arrow())
+        problems = run_sql(con, "personas/assert_run_valid", params).fetchall()
+        [(n_failures,)] = run_sql(con, "personas/count_failures", {"check_run_id": run.run_id}).fetchall()
+        status = {"run_id": run.run_id, "finished_at": now()}
+        if problems:
+            reason = f"{len(problems)} problem(s): {problems[0][1]}"
+            run_sql(con, "personas/set_run_status", status | {"status": "failed_check", "status_reason": reason})
+        else:
+            run_sql(con, "personas/set_run_status", status | {"status": "published", "status_reason": None})
+    if problems:
+        lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
+        raise CheckFailed(f"personas gate failed; scores not published (the answers are kept):\n{lines}")
+    return int(n_failures)
+
+
+@task(cache_policy=NO_CACHE)
+def load_fidelity(settings: Settings, run_name: str) -> dict[str, list[dict[str, Any]]]:
+    """The run's domain matrix and pass/fail table, from the views."""
+    with connect(settings.warehouse, read_only=True) as con:
+        tables = {}
+        for name in ("matrix", "fidelity"):
+            cursor = run_sql(con, f"personas/select_{name}", {"run_name": run_name})
+            columns = [d[0] for d in cursor.description]
+            tables[name] = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    return tables
+
+
+def summarize(
+    run: RunIdentity,
+    endpoint: Endpoint,
+    personality_set: str,
+    config: CheckConfig,
+    n_answers: int,
+    n_failures: int,
+    stats: dict[str, Any],
+    tables: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Counts and tables for the CLI."""
+    return run_counts(run, endpoint, stats) | {
+        "personality_set": personality_set,
+        "n_samples": config.n_samples,
+        "sample_temperature": config.sample_temperature,
+        "n_answers": n_answers,
+        "n_failures": n_failures,
+        **tables,
+    }
