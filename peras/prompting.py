@@ -47,6 +47,8 @@ PROMPT_NAMES = (
     "certainty_nocot",
     "certainty_cot",
     "bfi2_item",
+    "pairwise_certainty",
+    "pairwise_tie",
 )
 PROMPT_KEYS: dict[str, type] = {
     "name": str,
@@ -180,6 +182,17 @@ def build_joint_messages(
 def build_item_messages(personality: Personality, statement: str) -> list[dict[str, str]]:
     """A BFI-2 item under a personality, laid out as judging is (peras/bfi2.py reads the 1-5 answer)."""
     return _messages(personality, _prompt("bfi2_item").render(item=statement))
+
+
+def build_pairwise_messages(
+    personality: Personality, name: str, query: str, passage_a: str, passage_b: str
+) -> list[dict[str, str]]:
+    """A pairwise request (pairwise_certainty, pairwise_tie or the SC template self_pairwise): the query as the
+    question, the passages as answers A and B, laid out as judging is."""
+    template = _prompt(name)
+    if name == "self_pairwise":
+        return _messages(personality, template.render(question=query, answer_a=passage_a, answer_b=passage_b))
+    return _messages(personality, template.render(question=query, asst_A=passage_a, asst_B=passage_b))
 
 
 def sampling_params(name: str) -> dict[str, Any]:

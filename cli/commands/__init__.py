@@ -16,5 +16,6 @@ COMMAND_MODULES = [
     "runs",
     "server",
     "study",
+    "pairwise",
     "personas",
 ]

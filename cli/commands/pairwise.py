@@ -1,0 +1,104 @@
+"""`peras pairwise`: which of two judged passages is more relevant, asked in both orders under each personality."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from peras.errors import UsageError
+from peras.settings import Settings
+from tasks.ingest.sources import default_subset
+
+
+@click.command()
+@click.argument("collection")
+@click.option(
+    "--subset",
+    help="Topic subset [the collection's experiment subset, as for `peras judge`; the whole collection otherwise].",
+)
+@click.option("--all-topics", is_flag=True, help="Draw from the whole collection, not its default subset.")
+@click.option(
+    "--prompt",
+    "prompts",
+    multiple=True,
+    type=click.Choice(["certainty", "tie", "self", "all"]),
+    help="Prompt (repeatable; 'all': every prompt on the same pairs) [certainty].",
+)
+@click.option(
+    "--pairs-per-topic",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Pairs drawn per topic, spread over grade differences 0-3.",
+)
+@click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
+@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the pair draws.")
+@click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
+@click.option(
+    "--retry-failed",
+    is_flag=True,
+    help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
+)
+@endpoint_options
+@settings_options
+def pairwise(
+    settings: Settings,
+    collection: str,
+    subset: str | None,
+    all_topics: bool,
+    prompts: tuple[str, ...],
+    pairs_per_topic: int,
+    personalities: tuple[str, ...],
+    seed: int,
+    run_name: str | None,
+    retry_failed: bool,
+    backend: str | None,
+) -> None:
+    """Pairwise judging on COLLECTION: for drawn pairs of judged passages, which one is more relevant?
+
+    Pairs are drawn per topic from the qrels, stratified over grade differences (0 = a tie); each is asked in both
+    orders (A/B and B/A), so position bias shows. Prompts: certainty ([[A]]/[[B]] and a 1-100 certainty), tie
+    ([[A]]/[[B]]/[[C]]), self (the SC template's JSON with a 0-100 confidence). See docs/pairwise.md.
+
+    \b
+    Examples:
+        peras pairwise sample --pairs-per-topic 2 --personality default
+        peras pairwise dl19 --prompt all --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
+        peras pairwise llmjudge --subset test --prompt tie --personality HA --run-name llmjudge-tie-HA
+    """
+    from flows.pairwise import pairwise as pairwise_flow
+
+    if subset is not None and all_topics:
+        raise UsageError("give --subset or --all-topics, not both")
+    if subset is None and not all_topics:
+        subset = default_subset(collection)
+    chosen = ["certainty", "tie", "self"] if "all" in prompts else list(prompts) or None
+    summary = run_flow(
+        pairwise_flow,
+        tags=run_tags("pairwise", collection, subset, **endpoint_tags(settings, backend)),
+        collection=collection,
+        subset=subset,
+        personalities=list(personalities) or None,
+        prompts=chosen,
+        pairs_per_topic=pairs_per_topic,
+        seed=seed,
+        run_name=run_name,
+        retry_failed=retry_failed,
+        backend=backend,
+        settings=settings,
+    )
+    print_summary(summary)
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    """One line: the run, its size, what was sent."""
+    click.echo(
+        f"{summary['run_name']}: {summary['n_pairs']:,} pairs, {summary['n_planned']:,} answers "
+        f"({summary['n_judged_now']:,} new; {summary['n_sent']:,} requests sent, {summary['n_cached']:,} reused), "
+        f"{summary['n_failures']:,} failed; model {summary['model']} via {summary['backend']}"
+    )
+
+
+COMMANDS = [pairwise]

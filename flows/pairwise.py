@@ -1,0 +1,78 @@
+"""Pairwise flow: which of two judged passages is more relevant, asked in both orders under each personality.
+
+Pairs are drawn from the qrels per topic, stratified over grade differences (0 = a tie, 1, 2, 3), from a seed;
+every pair is asked in both orders with each chosen prompt (certainty, tie, self). See docs/pairwise.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from peras.prompting import select_personalities
+from peras.settings import Settings, load_settings
+from tasks.engine.endpoint import serving_endpoint
+from tasks.engine.tasks import (
+    ask_all,
+    check_endpoint,
+    identify_warehouse,
+    opaque,
+    recorded_run,
+    store_personalities,
+)
+from tasks.pairwise.asking import plan_items
+from tasks.pairwise.tasks import (
+    check_pairwise_run,
+    check_prompts,
+    draw,
+    load_judged,
+    pairwise_config,
+    pairwise_stage,
+    plan_pairwise,
+    register_pairwise_run,
+    summarize,
+)
+from tasks.publish.tasks import publish_analyst_snapshot
+
+
+@flow(name="pairwise", flow_run_name="pairwise-{collection}", log_prints=True)
+def pairwise(
+    collection: str,
+    subset: str | None = None,
+    personalities: list[str] | None = None,
+    prompts: list[str] | None = None,
+    pairs_per_topic: int = 8,
+    seed: int = 42,
+    run_name: str | None = None,
+    chunk_size: int = 1024,
+    backend: str | None = None,
+    retry_failed: bool = False,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Ask every drawn pair x order x personality x prompt; gate, publish.
+
+    prompts: 'certainty' (default), 'tie', 'self'. A run keeps its collection, subset, model, seed and request
+    parameters; calling it again with more pairs per topic, personalities or prompts extends it. Stored answers are
+    reused: a rerun sends nothing.
+    """
+    settings = settings or load_settings()
+    chosen_prompts = check_prompts(prompts)
+    chosen = select_personalities(personalities, settings.personalities_dir)
+    judged = load_judged(settings, collection, subset)
+    pairs = draw(judged, seed, pairs_per_topic)
+    planned = plan_items(pairs, [p.code for p in chosen], chosen_prompts)
+    scope = {"pairs_per_topic": pairs_per_topic, "prompts": chosen_prompts, "personalities": [p.code for p in chosen]}
+    warehouse_id = identify_warehouse(settings)
+    with serving_endpoint(settings, backend) as endpoint:
+        check_endpoint(settings, endpoint)
+        config = pairwise_config(endpoint)
+        run = register_pairwise_run(settings, warehouse_id, run_name, collection, subset, config, seed, scope)
+        store_personalities(settings, chosen)
+        with recorded_run(settings, run):
+            plan = plan_pairwise(run, planned)
+            stage = pairwise_stage(config, chosen, judged)
+            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
+            n_failures = check_pairwise_run(settings, run, opaque(planned))
+    publish_analyst_snapshot(settings)
+    return summarize(run, endpoint, scope | {"n_pairs": len(pairs)}, len(planned), n_failures, stats)

@@ -1,0 +1,195 @@
+"""Pairwise tasks: load the judged passages, draw the pairs, register the run, hand the items to the engine, gate.
+
+Pairs are drawn in tasks/pairwise/draws.py and asked as tasks/pairwise/asking.py says; the measures are views
+(sql/pairwise/views/) read by tasks/pairwise/tables.py.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from peras.errors import CheckFailed, UsageError
+from peras.prompting import Personality, load_prompt
+from peras.settings import Settings
+from peras.sql import run_sql
+from peras.warehouse import now, open_migrated
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.spec import RunIdentity
+from tasks.engine.tasks import run_counts
+from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwisePlan, PairwiseStage
+from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
+
+EMBEDDED_MAX_TOKENS = 96  # a verdict and a certainty, or the SC JSON with a short explanation
+
+
+@dataclass(frozen=True)
+class Collection:
+    """The judged passages a run draws from, and the texts its requests show."""
+
+    judged: list[Judged]
+    queries: dict[str, str]
+    texts: dict[str, str]
+
+
+@task(cache_policy=NO_CACHE)
+def load_judged(settings: Settings, collection_id: str, subset_name: str | None) -> Collection:
+    """The judged passages of a collection or subset with their grades and texts."""
+    params = {"collection_id": collection_id, "subset_name": subset_name}
+    with open_migrated(settings.warehouse) as con:
+        has_collection, has_subset = run_sql(con, "judge/select_subset_exists", params).fetchone()
+        if not has_collection:
+            raise UsageError(
+                f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`"
+            )
+        if not has_subset:
+            raise UsageError(
+                f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
+            )
+        rows = run_sql(con, "pairwise/select_judged", params).fetchall()
+    return Collection(
+        [Judged(q, d, int(r)) for q, d, r, _, _ in rows],
+        {q: qt for q, _, _, qt, _ in rows},
+        {d: pt for _, d, _, _, pt in rows},
+    )
+
+
+def draw(collection: Collection, seed: int, pairs_per_topic: int) -> list[PairDraw]:
+    """The run's pairs (tasks/pairwise/draws.py)."""
+    return draw_pairs(seed, collection.judged, pairs_per_topic)
+
+
+def check_prompts(prompts: list[str] | None) -> list[str]:
+    """The prompts to ask, in a fixed order; none given means 'certainty'."""
+    chosen = prompts or ["certainty"]
+    unknown = [p for p in chosen if p not in PROMPTS]
+    if unknown:
+        raise UsageError(f"unknown pairwise prompt {', '.join(unknown)}; known: {', '.join(PROMPTS)}")
+    return [p for p in PROMPTS if p in chosen]
+
+
+def pairwise_config(endpoint: Endpoint) -> PairwiseConfig:
+    """Remote models get the prompts' sampling alone; the embedded model also an answer cap (recorded)."""
+    if endpoint.is_embedded:
+        return PairwiseConfig(endpoint.model, endpoint.backend, EMBEDDED_MAX_TOKENS, {"cache_prompt": True})
+    return PairwiseConfig(endpoint.model, endpoint.backend)
+
+
+def default_run_name(collection: str, subset: str | None, model: str) -> str:
+    """e.g. dl19-balanced-pairwise-qwen2.5-coder-0.5b-instruct-q4_k_m."""
+    where = f"{collection}-{subset}" if subset else collection
+    return f"{where}-pairwise-{model.replace('/', '_')}"
+
+
+def run_parameters(config: PairwiseConfig) -> dict[str, Any]:
+    """What fixes a run besides collection, model and seed: every prompt's request parameters and file text."""
+    return {
+        "request_params": {prompt: config.params(prompt) for prompt in PROMPTS},
+        "prompt_templates": {prompt: load_prompt(name).template for prompt, name in PROMPTS.items()},
+    }
+
+
+@task(cache_policy=NO_CACHE)
+def register_pairwise_run(
+    settings: Settings,
+    warehouse_id: str,
+    run_name: str | None,
+    collection_id: str,
+    subset_name: str | None,
+    config: PairwiseConfig,
+    seed: int,
+    scope: dict[str, Any],
+) -> RunIdentity:
+    """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
+    name = run_name or default_run_name(collection_id, subset_name, config.model)
+    params = run_parameters(config)
+    with open_migrated(settings.warehouse) as con:
+        found = run_sql(con, "pairwise/select_run", {"run_name": name}).fetchall()
+        if found:
+            run_id, *have, have_params = found[0]
+            if have != [collection_id, subset_name, config.model, seed] or json.loads(have_params) != params:
+                raise UsageError(
+                    f"pairwise run {name!r} already exists with another collection, subset, model, seed, prompt or "
+                    "request parameters; choose another --run-name"
+                )
+        else:
+            run_id = uuid.uuid4().hex[:16]
+        values = {
+            "pairwise_run_id": run_id,
+            "run_name": name,
+            "collection_id": collection_id,
+            "subset_name": subset_name,
+            "model": config.model,
+            "backend": config.backend,
+            "seed": seed,
+            "params": json.dumps(params, sort_keys=True),
+            "scope": json.dumps(scope),
+            "created_at": now(),
+        }
+        run_sql(con, "pairwise/start_run" if found else "pairwise/insert_run", values)
+    return RunIdentity(warehouse_id, "pairwise", run_id, name, config.model, config.backend)
+
+
+def plan_pairwise(run: RunIdentity, planned: list[PairItem]) -> PairwisePlan:
+    """The planned items; those with a stored answer are skipped when asked."""
+    return PairwisePlan(run.run_id, planned)
+
+
+def pairwise_stage(config: PairwiseConfig, personalities: list[Personality], collection: Collection) -> PairwiseStage:
+    """Pairwise's half of the engine contract: items to requests, answers to answer rows."""
+    return PairwiseStage(config, {p.code: p for p in personalities}, collection.queries, collection.texts)
+
+
+def planned_frame(planned: list[PairItem]) -> pl.DataFrame:
+    """The planned items as rows, for the gate."""
+    return pl.DataFrame(
+        [
+            {
+                "query_id": i.pair.query_id,
+                "doc_1": i.pair.doc_1,
+                "doc_2": i.pair.doc_2,
+                "relevance_1": i.pair.relevance_1,
+                "relevance_2": i.pair.relevance_2,
+                "personality": i.personality,
+                "prompt": i.prompt,
+                "position": i.position,
+            }
+            for i in planned
+        ],
+        schema={c: pl.Utf8 for c in ("query_id", "doc_1", "doc_2")}
+        | {"relevance_1": pl.Int32, "relevance_2": pl.Int32}
+        | {c: pl.Utf8 for c in ("personality", "prompt", "position")},
+    )
+
+
+@task(cache_policy=NO_CACHE)
+def check_pairwise_run(settings: Settings, run: RunIdentity, planned: list[PairItem]) -> int:
+    """The pairwise gate (sql/pairwise/assert_run_valid.sql): published if it passes, else 'failed_check'.
+
+    Returns the number of answers recorded as failures (under the threshold when it returns).
+    """
+    with open_migrated(settings.warehouse) as con:
+        con.register("pairwise_planned", planned_frame(planned).to_arrow())
+        params = {"pairwise_run_id": run.run_id, "max_share": settings.max_parse_failure_share}
+        problems = run_sql(con, "pairwise/assert_run_valid", params).fetchall()
+        [(n_failures,)] = run_sql(con, "pairwise/count_failures", {"pairwise_run_id": run.run_id}).fetchall()
+        reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
+        status = {"run_id": run.run_id, "status": "failed_check" if problems else "published"}
+        run_sql(con, "pairwise/set_run_status", status | {"status_reason": reason, "finished_at": now()})
+    if problems:
+        lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
+        raise CheckFailed(f"pairwise gate failed; run not published (its answers are kept for inspection):\n{lines}")
+    return int(n_failures)
+
+
+def summarize(
+    run: RunIdentity, endpoint: Endpoint, scope: dict[str, Any], n_planned: int, n_failures: int, stats: dict[str, Any]
+) -> dict[str, Any]:
+    """Counts for the CLI and the artifact."""
+    return run_counts(run, endpoint, stats) | scope | {"n_planned": n_planned, "n_failures": n_failures}
