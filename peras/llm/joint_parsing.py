@@ -9,7 +9,9 @@ confidence or the reverse, and a value out of its range is never clipped.
   'ambiguous'); one equal to the prompt's own format line cannot parse as JSON and is never read;
 - "relevance": a JSON integer 0-3 (2.0 counts as 2; a string, 2.5 or 4: failure, with the reason);
 - "confidence_score": a JSON number 0-100 (a string such as "85%" or "85": 'confidence not a number' - the prompt
-  says "Do not provide the % symbol"; 150: 'confidence out of range 0-100'). Missing keys: failure.
+  says "Do not provide the % symbol"; 150: 'confidence out of range 0-100'). Missing keys: failure. As for the
+  verbalized confidence (peras/llm/parsing.py), a number written with a decimal point whose value is at most 1
+  (0.75, 1.0) is read as a probability and multiplied by 100; the integers 0 and 1 stay 0 and 1.
 
 `certainty` (in-prompt certainty, values in double brackets):
 - the answer must hold exactly two double-bracketed values, the label first, then the certainty:
@@ -63,6 +65,8 @@ def parse_self_answer(text: str | None) -> JointResult:
     confidence = answer["confidence_score"]
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         return _fail("confidence not a number")
+    if isinstance(confidence, float) and 0 <= confidence <= 1:
+        confidence *= 100  # 0.75 means 75%, as the verbalized parser reads it
     if not 0 <= confidence <= 100:
         return _fail("confidence out of range 0-100")
     return JointResult(int(label), float(confidence), True, "json")
