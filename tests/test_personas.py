@@ -221,3 +221,23 @@ def test_an_unreadable_answer_is_regenerated_then_recorded(settings):
     assert summary["n_failures"] == 1  # 1 of 180 HA answers: under the gate's 5%, published
     assert rows(settings, "select n_items from persona_sample_scores where personality = 'HA' "
                 "and domain = 'Openness' and sample_index = 0") == [(11,)]  # fmt: skip
+
+
+def test_the_report_shows_the_heatmap_and_the_verdicts(settings, tmp_path):
+    from flows.report import report
+    from peras.warehouse import open_migrated
+    from tests.metrics_fixtures import Judgment, load_judgments
+
+    with open_migrated(settings.warehouse) as con:  # the report needs a judged run; two judgments will do
+        load_judgments(con, [Judgment("r1", "default", False, "none", "q1", f"d{i}", i, i, None) for i in (0, 3)])
+    with FakeOpenAI(random_ha) as server:
+        personas_check(samples=4, settings=use(settings, server))
+    summary = report(output=str(tmp_path), settings=settings)
+    assert (tmp_path / "figures" / "personas-personas-builtin-fake-model.png").stat().st_size > 10_000
+    html = summary.path.read_text(encoding="utf-8")
+    section = html.split('<section id="personas">')[1].split("</section>")[0]
+    assert "set builtin, model fake-model, 9 of 10 comparisons pass</h3>" in section
+    assert "BFI-2 domain scores · personas-builtin-fake-model · fake-model" in section
+    verdicts = re.findall(r"<tr><td>(\w+)</td><td>([\w ]+)</td>.*?<td>(pass|FAIL)</td></tr>", section)
+    assert len(verdicts) == 10
+    assert [v for v in verdicts if v[2] == "FAIL"] == [("Agreeableness", "high vs default", "FAIL")]

@@ -24,6 +24,7 @@ from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_current
 from tasks.report import charts
 from tasks.report.methods import draw_method_diagrams, method_tables
+from tasks.report.personas import PersonaCheck, persona_figures, read_persona_checks
 from tasks.report.tables import (
     AGREEMENT_METRICS,
     RELIABILITY_METRICS,
@@ -49,6 +50,7 @@ FIGURE_NAMES = (
     "reliability-",
     "kappa-runs-",
     "method-reliability-",
+    "personas-",
 )
 # The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
 # compares HN with LC; the mean confidence of all judgments, a few contrasting personalities.
@@ -76,6 +78,7 @@ SECTIONS = (
     "confidence_all",
     "calibration",
     "methods",
+    "personas",
 )  # the template's figure sections
 
 
@@ -95,6 +98,7 @@ class ReportData:
     classifier: pl.DataFrame
     method_comparison: pl.DataFrame  # settings judged with 2+ confidence methods (select_method_comparison.sql)
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
+    persona_checks: list[PersonaCheck] = field(default_factory=list)  # published personas check runs
 
     @property
     def settings(self) -> list[Setting]:
@@ -141,7 +145,9 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         frames = {name: query_frame(con, f"report/select_{name}") for name in READS}
         views = query_frame(con, "report/select_priming_views", {"view_names": PRIMING_VIEWS})["view_name"].to_list()
         priming = {name: _view_rows(con, name, collection) for name in views}
-    return ReportData(runs=found, **frames, priming_views={name: rows for name, rows in priming.items() if rows[1]})
+        checks = read_persona_checks(con)
+    priming_views = {name: rows for name, rows in priming.items() if rows[1]}
+    return ReportData(runs=found, **frames, priming_views=priming_views, persona_checks=checks)
 
 
 def _view_rows(con: Any, name: str, collection: str | None) -> tuple[pl.DataFrame, int]:
@@ -180,6 +186,7 @@ def draw_figures(data: ReportData, figures_dir: Path, personalities: list[str] |
         bar.advance()
         diagrams = draw_method_diagrams(data.method_comparison, data.calibration_bins, figures_dir, personalities)
         figures += [Figure("methods", label, title, path) for label, title, path in diagrams]
+        figures += [Figure("personas", *drawn) for drawn in persona_figures(data.persona_checks, figures_dir)]
         bar.advance()
     return figures
 
@@ -313,6 +320,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "classifier_titles": list(CLASSIFIER_METRIC_TITLES.values()),
         "priming_plots": priming_plots,
         "priming_tables": [frame_table(name, frame, n) for name, (frame, n) in data.priming_views.items()],
+        "persona_checks": data.persona_checks,
         "n_judgments": int(data.runs["n_judgments"].sum()),
         "n_settings": len(data.settings),
     }
