@@ -228,3 +228,13 @@ def test_pointwise_labels_beside_the_pairwise_answer(sample, capsys):
     assert agreement == pytest.approx(np.mean(agree), abs=1e-12)
     assert pointwise_accuracy == pytest.approx(np.mean(pointwise_right), abs=1e-12)
     assert pairwise_accuracy == pytest.approx(np.mean(pairwise_right), abs=1e-12)
+
+    # The report's pairwise section shows the measures.
+    out = sample.warehouse.parent / "report"
+    report = run_cli(capsys, "report", "--warehouse", str(sample.warehouse), "--output", str(out))
+    assert report.exit_code == 0, report.err
+    html = (out / "report.html").read_text()
+    section = html[html.index('<section id="pairwise">') : html.index('<section id="personas">')]
+    for view in ("pairwise_accuracy", "pairwise_certainty_histogram", "pairwise_vs_pointwise_summary"):
+        assert f"<code>{view}</code>" in section
+    assert "no pairwise runs yet" not in section

@@ -58,6 +58,12 @@ PREDICTED_ZERO_PERSONALITIES = ["HN", "LC"]
 CONFIDENCE_PERSONALITIES = ["default", "HA", "LA", "HN", "LN"]
 PRIMING_VIEWS = ["priming_index", "priming_personality"]  # sql/priming/views/priming_*.sql
 PRIMING_MAX_ROWS = 100
+PAIRWISE_VIEWS = [
+    "pairwise_accuracy",
+    "pairwise_calibration",
+    "pairwise_certainty_histogram",
+    "pairwise_vs_pointwise_summary",
+]
 READS = [
     "failures",
     "imports",
@@ -98,6 +104,7 @@ class ReportData:
     classifier: pl.DataFrame
     method_comparison: pl.DataFrame  # settings judged with 2+ confidence methods (select_method_comparison.sql)
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
+    pairwise_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)  # sql/pairwise/views
     persona_checks: list[PersonaCheck] = field(default_factory=list)  # published personas check runs
 
     @property
@@ -145,9 +152,13 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         frames = {name: query_frame(con, f"report/select_{name}") for name in READS}
         views = query_frame(con, "report/select_priming_views", {"view_names": PRIMING_VIEWS})["view_name"].to_list()
         priming = {name: _view_rows(con, name, collection) for name in views}
+        pairwise = {name: _view_rows(con, name, collection) for name in PAIRWISE_VIEWS}
         checks = read_persona_checks(con)
     priming_views = {name: rows for name, rows in priming.items() if rows[1]}
-    return ReportData(runs=found, **frames, priming_views=priming_views, persona_checks=checks)
+    pairwise_views = {name: rows for name, rows in pairwise.items() if rows[1]}
+    return ReportData(
+        runs=found, **frames, priming_views=priming_views, pairwise_views=pairwise_views, persona_checks=checks
+    )
 
 
 def _view_rows(con: Any, name: str, collection: str | None) -> tuple[pl.DataFrame, int]:
@@ -320,6 +331,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "classifier_titles": list(CLASSIFIER_METRIC_TITLES.values()),
         "priming_plots": priming_plots,
         "priming_tables": [frame_table(name, frame, n) for name, (frame, n) in data.priming_views.items()],
+        "pairwise_tables": [frame_table(name, frame, n) for name, (frame, n) in data.pairwise_views.items()],
         "persona_checks": data.persona_checks,
         "n_judgments": int(data.runs["n_judgments"].sum()),
         "n_settings": len(data.settings),

@@ -10,7 +10,7 @@ with facts as (
 
 final as (
     select
-        pairwise_run_id, run_name, personality, prompt,
+        pairwise_run_id, run_name, collection_id, personality, prompt,
         (10 * least(floor(confidence / 10), 9))::integer as bin_low,
         count(*) filter (where is_correct) as n_correct,
         count(*) filter (where not is_correct) as n_wrong

@@ -25,6 +25,7 @@ final as (
     select
         f.pairwise_run_id,
         f.run_name,
+        f.collection_id,
         f.personality,
         f.prompt,
         f.query_id,

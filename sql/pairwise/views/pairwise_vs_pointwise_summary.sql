@@ -11,7 +11,7 @@ with compared as (
 
 final as (
     select
-        pairwise_run_id, run_name, personality, prompt, judge_run_id, judge_run_name, cot, confidence_method,
+        pairwise_run_id, run_name, collection_id, personality, prompt, judge_run_id, judge_run_name, cot, confidence_method,
         count(*) as n_answers,
         avg((pairwise_doc_id = pointwise_doc_id)::integer) as agreement,
         avg((pointwise_doc_id = better_doc_id)::integer) as pointwise_accuracy,
