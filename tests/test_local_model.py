@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -292,7 +295,8 @@ def test_server_that_never_gets_healthy_is_killed(fake_install, monkeypatch) -> 
         lm.local_server(settings, spec=spec, start_timeout_s=1.0),
     ):
         pytest.fail("started")
-    assert len(started) == 1 and gone(started[0])
+    server, watchdog = started  # the server, then its watchdog: both ended
+    assert gone(server) and gone(watchdog)
 
 
 # --- model: the real server and weights ---------------------------------------------------------
@@ -359,3 +363,31 @@ def test_real_server_process_is_gone_after_exit(real_settings: Settings) -> None
     with lm.local_server(real_settings, parallel=1, ctx=2048) as server:
         assert os.path.exists(f"/proc/{server.pid}")
     assert gone(server.pid)
+
+
+PARENT = """
+import subprocess, sys, time
+from peras.local_model.watchdog import guard
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+guard(child.pid)
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_server_outlives_no_peras_process_however_it_dies(how):
+    """kill -9 (no cleanup can run) or SIGTERM of the process that started the server: its watchdog stops it."""
+    from peras.local_model.watchdog import alive
+
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    child_pid = int(parent.stdout.readline())
+    assert alive(child_pid)
+    time.sleep(1.5)  # still alive while its parent lives
+    assert alive(child_pid)
+    parent.send_signal(how)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while alive(child_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(child_pid)

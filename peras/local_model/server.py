@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from peras.errors import BackendError, UsageError
+from peras.local_model.watchdog import POLL_S, guard
 from peras.local_model.weights import DEFAULT_MODEL, SETUP_HINT, ModelSpec, ensure_weights
 from peras.settings import Settings
 
@@ -110,11 +111,14 @@ def local_server(
     cmd = server_command(binary, model, spec, port, parallel or settings.local_parallel, ctx or settings.local_ctx)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    watchdog = guard(proc.pid)  # stops the server if this process dies without the finally below (kill -9)
     try:
         _wait_healthy(proc, f"http://127.0.0.1:{port}/health", log_path, start_timeout_s)
         yield LocalServer(f"http://127.0.0.1:{port}/v1", spec.name, proc.pid, log_path)
     finally:
         _stop(proc)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            watchdog.wait(timeout=3 * POLL_S)  # it ends within a poll of the server's end
 
 
 def _new_log(log_dir: Path, port: int, keep: int = 10) -> Path:
