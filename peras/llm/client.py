@@ -19,8 +19,9 @@ What it guarantees:
   and are not sent); the request that would exceed it is not sent and raises BudgetReached. `check_ready()`
   does not count. Whatever `chat()` raises carries `http_requests`, what that call sent (the engine records
   it, so that a resume counts requests that got no answer).
-- `deadline_s` caps the whole time one `chat()` may take, waits and retries included: a Retry-After or a
-  backoff that would pass it is not waited out; the request fails with one line saying what it waited for.
+- `deadline_s` caps the whole time one `chat()` may take, waits and retries included: a Retry-After that would pass
+  it is not waited out, and a retry starts only if its backoff and its full timeout fit before it; otherwise the
+  request fails with one line saying what it waited for.
   Waits longer than `notice_after_s` are announced through `on_notice` (the CLI prints them).
 - The API key is read from the environment variable the caller names; it is never logged and appears in
   no returned object or repr. Neither does a `user:password@` part of a base URL: messages name the URL
@@ -295,7 +296,9 @@ class LLMClient:
 
         `asked` is the server's Retry-After, if it sent one (`delay` is at most MAX_RETRY_AFTER_S of it)."""
         why = f"the server asked to retry after {asked:,.0f} s (Retry-After)" if asked is not None else None
-        if deadline is not None and time.monotonic() + delay > deadline:
+        # A retry starts only if it can still get its full timeout before the deadline (else chat() would outlast it).
+        retry_ends = delay if asked is not None else delay + self.timeout_s
+        if deadline is not None and time.monotonic() + retry_ends > deadline:
             attempts = f"{attempt} attempt{'s' if attempt > 1 else ''}"
             late = why + ", past" if why else f"the next retry (in {delay:,.0f} s) would pass"
             raise BackendError(
