@@ -1,8 +1,9 @@
-"""Experiment 2 building blocks: seeds, splits, metrics, votes, the ordinal learner, feature choice."""
+"""Experiment 2 building blocks: seeds, splits, metrics, the ordinal learner, feature choice.
+
+The votes are tested in test_fuse_baselines.py.
+"""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import polars as pl
@@ -10,7 +11,6 @@ import pytest
 from sklearn.metrics import f1_score
 
 from peras.errors import CheckFailed, UsageError
-from tasks.classify.aggregate import aggregate_votes, entropy_weights, majority_vote, weighted_vote
 from tasks.classify.features import FeatureMatrix, build_feature_matrix, choose_feature_set
 from tasks.classify.ordinal import OrdinalLogit
 from tasks.classify.tasks import LEARNERS, choose_learners, draw_splits, score, trial_seeds
@@ -76,51 +76,6 @@ def test_draw_splits_gate(counts, message):
     with pytest.raises(CheckFailed) as exc:
         draw_splits.fn(relevance, 2, 42, 0.1)
     assert str(exc.value) == message
-
-
-@pytest.mark.parametrize(
-    ("labels", "confidences", "expected"),
-    [
-        # clear majority
-        ([[1, 1, 2]], [[10, 10, 90]], [1]),
-        # 1-1 tie: the label whose voter is more confident wins
-        ([[0, 3]], [[40, 60]], [3]),
-        # 2-2 tie: summed confidence 150 for level 2 against 100 for level 0
-        ([[0, 0, 2, 2]], [[50, 50, 70, 80]], [2]),
-        # tie in count and confidence: the lower label
-        ([[1, 2]], [[50, 50]], [1]),
-    ],
-)
-def test_majority_vote(labels, confidences, expected):
-    assert majority_vote(np.array(labels), np.array(confidences, dtype=float)).tolist() == expected
-
-
-def test_majority_vote_without_confidence_ties_to_lower_label():
-    assert majority_vote(np.array([[3, 1], [2, 2]])).tolist() == [1, 2]
-
-
-def test_weighted_votes():
-    labels = np.array([[0, 0, 3]])
-    conf = np.array([[30.0, 30.0, 100.0]])
-    assert weighted_vote(labels, conf).tolist() == [3]  # 100 > 60
-    assert weighted_vote(labels, np.sqrt(conf)).tolist() == [0]  # 2 * 5.48 > 10
-    assert weighted_vote(labels, entropy_weights(conf)).tolist() == [3]
-
-
-def test_entropy_weights():
-    # 100: certain, weight 1; 50: 1 - H(.5, 1/6, 1/6, 1/6)/log 4 = 1 - log 12 / log 16; 25 and below: 0.
-    got = entropy_weights(np.array([100.0, 50.0, 25.0, 10.0]))
-    assert got == pytest.approx([1.0, 1 - math.log(12) / math.log(16), 0.0, 0.0], abs=1e-12)
-
-
-def test_aggregate_votes_without_confidences_is_majority_only():
-    assert list(aggregate_votes(np.array([[1, 1]]), None)) == ["vote_majority"]
-    assert list(aggregate_votes(np.array([[1, 1]]), np.array([[50.0, 50.0]]))) == [
-        "vote_majority",
-        "vote_confidence",
-        "vote_sqrt_confidence",
-        "vote_entropy",
-    ]
 
 
 def ordinal_data(n: int = 400, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -78,11 +78,12 @@ def test_personalities_flow_publishes_trials_summary_and_artifact(synth):
     assert "| Entropy-weighted vote |" in artifacts[0].data
 
 
-# The majority vote's (kappa, QWK, macro-F1) on the three test parts of seed 42.
+# The majority vote's (kappa, QWK, macro-F1) on the three test parts of seed 42 (ties to the label with the single
+# most confident voter, as the study; checked against a plain-Python vote over the same matrix).
 EXPECTED_MAJORITY = [
-    (0.8542610127624537, 0.9519967455420706, 0.8755102040816326),
-    (0.8913888320719984, 0.9641531087558226, 0.9002637645047908),
-    (0.8546648876116186, 0.9512228728901136, 0.8743947380696927),
+    (0.8419045655982687, 0.9482001755926251, 0.8690507560072778),
+    (0.8791602662570405, 0.9603254656714411, 0.8937972575748113),
+    (0.8423432682425488, 0.9473684210526316, 0.8677522903535696),
 ]
 
 
