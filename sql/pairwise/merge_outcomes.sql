@@ -1,20 +1,10 @@
--- Merge staged pairwise answers (requests are merged first). Why: an answer must agree with the stored request it
--- references (a verdict only from an answer that read, a failure only from one that did not, an error only from a
--- refusal); one that does not (a concurrent run stored another answer first) is left out and asked again from the
--- stored answer. Stored answers are kept, except a stored failure asked again (retry_failed): it is replaced and
--- kept in pairwise_answer_history. Returns the number left out.
+-- Merge staged pairwise answers (requests are merged first), each as outcome_action says (sql/engine/views):
+-- dropped if it contradicts its stored request, kept if stored, replaced if a stored failure was asked again (the old
+-- one kept in pairwise_answer_history), else new. Returns the number left out.
 create or replace temp table outcome_merge as
 select
     s.*,
-    case
-        when r.request_id is null then 'drop'
-        when s.status = 'ok' and r.parse_status <> 'ok' then 'drop'
-        when s.status = 'parse_failure' and r.parse_status <> 'parse_failure' then 'drop'
-        when s.status = 'error' and r.parse_status <> 'refused' then 'drop'
-        when a.status <> 'ok' and s.judged_at > a.judged_at then 'failure asked again'
-        when a.pairwise_run_id is not null then 'keep'
-        else 'new'
-    end as action
+    outcome_action(r.parse_status, s.status, s.judged_at, a.pairwise_run_id is not null, a.status, a.judged_at) as action
 from staged_outcomes as s
 left join llm_requests as r on r.request_id = s.request_id
 left join pairwise_answers as a

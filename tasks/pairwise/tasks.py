@@ -7,7 +7,6 @@ Pairs are drawn in tasks/pairwise/draws.py and asked as tasks/pairwise/asking.py
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +14,13 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from peras.errors import CheckFailed, UsageError
+from peras.errors import UsageError
 from peras.prompting import Personality, load_prompt
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import open_migrated
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwisePlan, PairwiseStage
@@ -107,33 +107,16 @@ def register_pairwise_run(
     scope: dict[str, Any],
 ) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
-    name = run_name or default_run_name(collection_id, subset_name, config.model)
-    params = run_parameters(config)
-    with open_migrated(settings.warehouse) as con:
-        found = run_sql(con, "pairwise/select_run", {"run_name": name}).fetchall()
-        if found:
-            run_id, *have, have_params = found[0]
-            if have != [collection_id, subset_name, config.model, seed] or json.loads(have_params) != params:
-                raise UsageError(
-                    f"pairwise run {name!r} already exists with another collection, subset, model, seed, prompt or "
-                    "request parameters; choose another --run-name"
-                )
-        else:
-            run_id = uuid.uuid4().hex[:16]
-        values = {
-            "pairwise_run_id": run_id,
-            "run_name": name,
-            "collection_id": collection_id,
-            "subset_name": subset_name,
-            "model": config.model,
-            "backend": config.backend,
-            "seed": seed,
-            "params": json.dumps(params, sort_keys=True),
-            "scope": json.dumps(scope),
-            "created_at": now(),
-        }
-        run_sql(con, "pairwise/start_run" if found else "pairwise/insert_run", values)
-    return RunIdentity(warehouse_id, "pairwise", run_id, name, config.model, config.backend)
+    claim = RunClaim(
+        kind="pairwise",
+        label="pairwise run",
+        name=run_name or default_run_name(collection_id, subset_name, config.model),
+        fixed=(collection_id, subset_name, config.model, seed),
+        params=run_parameters(config),
+        row={"collection_id": collection_id, "subset_name": subset_name, "seed": seed, "scope": json.dumps(scope)},
+        what="collection, subset, model, seed, prompt or request parameters",
+    )
+    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
 def plan_pairwise(run: RunIdentity, planned: list[PairItem]) -> PairwisePlan:
@@ -170,22 +153,12 @@ def planned_frame(planned: list[PairItem]) -> pl.DataFrame:
 
 @task(cache_policy=NO_CACHE)
 def check_pairwise_run(settings: Settings, run: RunIdentity, planned: list[PairItem]) -> int:
-    """The pairwise gate (sql/pairwise/assert_run_valid.sql): published if it passes, else 'failed_check'.
+    """The pairwise gate (sql/pairwise/gate_items.sql, assert_run_valid.sql): published if it passes.
 
-    Returns the number of answers recorded as failures (under the threshold when it returns).
+    Returns the number of planned answers recorded as failures (under the threshold when it returns).
     """
-    with open_migrated(settings.warehouse) as con:
-        con.register("pairwise_planned", planned_frame(planned).to_arrow())
-        params = {"pairwise_run_id": run.run_id, "max_share": settings.max_parse_failure_share}
-        problems = run_sql(con, "pairwise/assert_run_valid", params).fetchall()
-        [(n_failures,)] = run_sql(con, "pairwise/count_failures", {"pairwise_run_id": run.run_id}).fetchall()
-        reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
-        status = {"run_id": run.run_id, "status": "failed_check" if problems else "published"}
-        run_sql(con, "pairwise/set_run_status", status | {"status_reason": reason, "finished_at": now()})
-    if problems:
-        lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
-        raise CheckFailed(f"pairwise gate failed; run not published (its answers are kept for inspection):\n{lines}")
-    return int(n_failures)
+    gate = Gate("answers", "run not published (its answers are kept for inspection)")
+    return gate_run(settings, run, planned_frame(planned), gate)
 
 
 def summarize(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from typing import Any
 
 import polars as pl
@@ -16,12 +15,13 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from peras.bfi2 import Bfi2Item, items_fingerprint, load_items
-from peras.errors import CheckFailed, UsageError
+from peras.errors import UsageError
 from peras.prompting import Personality, load_personalities, load_prompt
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import connect, now, open_migrated
+from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
 from tasks.personas.asking import CheckConfig, ItemAsk, PersonasPlan, PersonasStage
@@ -77,41 +77,27 @@ def register_check_run(
     config: CheckConfig,
     personalities: list[Personality],
 ) -> RunIdentity:
-    """Create the run, or check that an existing run of that name asks the same way (then resume it)."""
-    name = run_name or f"personas-{personality_set}-{config.model.replace('/', '_')}"
-    params = json.dumps(run_parameters(config), sort_keys=True)
-    fixed = (personality_set, config.model, config.n_samples, config.sample_temperature, config.seed)
+    """Store the items, then create the run or check that an existing run of that name asks the same way."""
     with open_migrated(settings.warehouse) as con:
         con.register("staged_items", pl.DataFrame([vars_of(item) for item in load_items()]).to_arrow())
         run_sql(con, "personas/upsert_items")
-        found = run_sql(con, "personas/select_run", {"run_name": name}).fetchall()
-        if found:
-            run_id, *have, have_params = found[0]
-            if tuple(have) != fixed or json.loads(have_params) != json.loads(params):
-                raise UsageError(
-                    f"personas check run {name!r} already exists with another set, model, samples, temperature, "
-                    "seed, prompt or items; choose another --run-name"
-                )
-        else:
-            run_id = uuid.uuid4().hex[:16]
-        values = {
-            "check_run_id": run_id,
-            "run_name": name,
+    fixed = (personality_set, config.model, config.n_samples, config.sample_temperature, config.seed)
+    claim = RunClaim(
+        kind="personas",
+        label="personas check run",
+        name=run_name or f"personas-{personality_set}-{config.model.replace('/', '_')}",
+        fixed=fixed,
+        params=run_parameters(config),
+        row={
             "personality_set": personality_set,
-            "model": config.model,
-            "backend": config.backend,
             "n_samples": config.n_samples,
             "sample_temperature": config.sample_temperature,
             "seed": config.seed,
-            "params": params,
             "scope": json.dumps({"personalities": [p.code for p in personalities]}),
-            "created_at": now(),
-        }
-        if found:
-            run_sql(con, "personas/start_run", {k: values[k] for k in ("check_run_id", "scope", "backend")})
-        else:
-            run_sql(con, "personas/insert_run", values)
-    return RunIdentity(warehouse_id, "personas", run_id, name, config.model, config.backend)
+        },
+        what="set, model, samples, temperature, seed, prompt or items",
+    )
+    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
 def vars_of(item: Bfi2Item) -> dict[str, Any]:
@@ -131,26 +117,15 @@ def personas_stage(config: CheckConfig, personalities: list[Personality], items:
 
 @task(cache_policy=NO_CACHE)
 def check_answers(settings: Settings, run: RunIdentity, planned: list[ItemAsk]) -> int:
-    """The personas gate (sql/personas/assert_run_valid.sql); publish on success. Returns the failures recorded."""
+    """The personas gate (the engine's: every planned answer stored, failure shares); publish on success.
+
+    Returns the number of planned answers recorded as failures.
+    """
     frame = pl.DataFrame(
         [{"personality": a.personality, "item_id": a.item_id, "sample_index": a.sample_index} for a in planned],
         schema={"personality": pl.Utf8, "item_id": pl.Int32, "sample_index": pl.Int32},
     )
-    params = {"check_run_id": run.run_id, "max_share": settings.max_parse_failure_share}
-    with open_migrated(settings.warehouse) as con:
-        con.register("persona_planned", frame.to_arrow())
-        problems = run_sql(con, "personas/assert_run_valid", params).fetchall()
-        [(n_failures,)] = run_sql(con, "personas/count_failures", {"check_run_id": run.run_id}).fetchall()
-        status = {"run_id": run.run_id, "finished_at": now()}
-        if problems:
-            reason = f"{len(problems)} problem(s): {problems[0][1]}"
-            run_sql(con, "personas/set_run_status", status | {"status": "failed_check", "status_reason": reason})
-        else:
-            run_sql(con, "personas/set_run_status", status | {"status": "published", "status_reason": None})
-    if problems:
-        lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
-        raise CheckFailed(f"personas gate failed; scores not published (the answers are kept):\n{lines}")
-    return int(n_failures)
+    return gate_run(settings, run, frame, Gate("answers", "scores not published (the answers are kept)"))
 
 
 @task(cache_policy=NO_CACHE)

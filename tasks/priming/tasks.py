@@ -7,18 +7,15 @@ computed in tasks/priming/stats.py.
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from peras.errors import CheckFailed, UsageError
 from peras.prompting import DEFAULT_CODE, Personality
 from peras.settings import Settings
-from peras.sql import run_sql
-from peras.warehouse import now, open_migrated
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingPlan, PrimingStage
@@ -72,35 +69,16 @@ def register_priming_run(
     scope: dict[str, Any],
 ) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
-    name = run_name or default_run_name(collection_id, config.model)
-    params = json.dumps(run_parameters(config), sort_keys=True)
-    with open_migrated(settings.warehouse) as con:
-        found = run_sql(con, "priming/select_run", {"run_name": name}).fetchall()
-        row = found[0] if found else None
-        if row is not None:
-            run_id, have_collection, have_model, have_seed, have_params = row
-            if (have_collection, have_model, have_seed) != (collection_id, config.model, seed) or json.loads(
-                have_params
-            ) != json.loads(params):
-                raise UsageError(
-                    f"priming run {name!r} already exists with another collection, model, seed, prompt or "
-                    "request parameters; choose another --run-name"
-                )
-        else:
-            run_id = uuid.uuid4().hex[:16]
-        values = {
-            "priming_run_id": run_id,
-            "run_name": name,
-            "collection_id": collection_id,
-            "model": config.model,
-            "backend": config.backend,
-            "seed": seed,
-            "params": params,
-            "scope": json.dumps(scope),
-            "created_at": now(),
-        }
-        run_sql(con, "priming/insert_run" if row is None else "priming/start_run", values)
-    return RunIdentity(warehouse_id, "priming", run_id, name, config.model, config.backend)
+    claim = RunClaim(
+        kind="priming",
+        label="priming run",
+        name=run_name or default_run_name(collection_id, config.model),
+        fixed=(collection_id, config.model, seed),
+        params=run_parameters(config),
+        row={"collection_id": collection_id, "seed": seed, "scope": json.dumps(scope)},
+        what="collection, model, seed, prompt or request parameters",
+    )
+    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
 def plan_priming(run: RunIdentity, planned: list[BatchItem]) -> PrimingPlan:
@@ -116,28 +94,12 @@ def priming_stage(config: BatchConfig, personalities: list[Personality], pools: 
 
 @task(cache_policy=NO_CACHE)
 def check_priming_run(settings: Settings, run: RunIdentity, planned: list[BatchItem]) -> int:
-    """The priming gate (sql/priming/assert_run_valid.sql); on failure the statistics stay unpublished.
+    """The priming gate (sql/priming/gate_items.sql, assert_run_valid.sql); on failure the statistics stay unpublished.
 
     Returns the number of planned batches recorded as failures (under the threshold when it returns).
     """
-    with open_migrated(settings.warehouse) as con:
-        con.register("priming_planned", planned_frame(planned).to_arrow())
-        problems = run_sql(
-            con,
-            "priming/assert_run_valid",
-            {"priming_run_id": run.run_id, "max_share": settings.max_parse_failure_share},
-        ).fetchall()
-        [(n_failures,)] = run_sql(con, "priming/count_failures", {"priming_run_id": run.run_id}).fetchall()
-        if problems:
-            reason = f"{len(problems)} problem(s): {problems[0][0]}"
-            params = {"run_id": run.run_id, "status": "failed_check", "status_reason": reason, "finished_at": now()}
-            run_sql(con, "priming/set_run_status", params)
-    if problems:
-        lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
-        raise CheckFailed(
-            f"priming gate failed; statistics not published (the batches are kept for inspection):\n{lines}"
-        )
-    return int(n_failures)
+    gate = Gate("batches", "statistics not published (the batches are kept for inspection)", publish=False)
+    return gate_run(settings, run, planned_frame(planned), gate)
 
 
 def summarize(
