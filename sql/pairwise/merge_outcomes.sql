@@ -4,9 +4,10 @@
 create or replace temp table outcome_merge as
 select
     s.*,
-    outcome_action(r.parse_status, s.status, s.judged_at, a.pairwise_run_id is not null, a.status, a.judged_at) as action
-from staged_outcomes as s
-left join llm_requests as r on r.request_id = s.request_id
+    outcome_action(
+        s.request_parse_status, s.status, s.judged_at, a.pairwise_run_id is not null, a.status, a.judged_at
+    ) as action
+from staged_checked as s
 left join pairwise_answers as a
     on a.pairwise_run_id = s.run_id and a.query_id = s.query_id and a.doc_1 = s.doc_1 and a.doc_2 = s.doc_2
    and a.personality = s.personality and a.prompt = s.prompt and a.position = s.position;

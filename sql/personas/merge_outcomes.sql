@@ -4,9 +4,10 @@
 create or replace temp table outcome_merge as
 select
     s.*,
-    outcome_action(r.parse_status, s.status, s.judged_at, a.check_run_id is not null, a.status, a.answered_at) as action
-from staged_outcomes as s
-left join llm_requests as r on r.request_id = s.request_id
+    outcome_action(
+        s.request_parse_status, s.status, s.judged_at, a.check_run_id is not null, a.status, a.answered_at
+    ) as action
+from staged_checked as s
 left join persona_answers as a
     on a.check_run_id = s.run_id and a.personality = s.personality and a.item_id = s.item_id
    and a.sample_index = s.sample_index;

@@ -4,9 +4,10 @@
 create or replace temp table outcome_merge as
 select
     s.*,
-    outcome_action(r.parse_status, s.status, s.judged_at, b.priming_run_id is not null, b.status, b.judged_at) as action
-from staged_outcomes as s
-left join llm_requests as r on r.request_id = s.request_id
+    outcome_action(
+        s.request_parse_status, s.status, s.judged_at, b.priming_run_id is not null, b.status, b.judged_at
+    ) as action
+from staged_checked as s
 left join priming_batches as b
     on b.priming_run_id = s.run_id and b.query_id = s.query_id and b.trial = s.trial
    and b.n_prologue = s.n_prologue and b.n_epilogue = s.n_epilogue and b.personality = s.personality

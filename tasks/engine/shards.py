@@ -136,6 +136,7 @@ def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: 
         return 0
     run_sql(con, f"{identity.kind}/stage_outcomes", {"paths": files["outcomes"]})
     _refuse_foreign(con, "outcomes", files["outcomes"], params)
+    run_sql(con, "engine/check_staged_outcomes")
     return int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
 
 
