@@ -1,9 +1,13 @@
-"""Personas flow: the BFI-2 fidelity check. Do the personality conditions answer a personality inventory as their
-instructions say?
+"""Personas flows: build a personality set the study's way, and check any set with the BFI-2.
 
-The 60 BFI-2 items are asked of every personality of a set, default included, under the same instruction placement
-as judging: once greedily and k times sampled. The views then score facets and domains (reverse-keyed items count
-6 - answer), lay out the personality x domain matrix and test, per trait, high > default > low. See docs/personas.md.
+personas_build: for each of the ten conditions, keywords are elicited (Step 1) and an instruction generated from
+them (Step 2), through the asking engine; the round's candidates are then checked (personas_check), and the
+conditions that fail are built again with a new sample, up to max_rounds. The set is stored, named and versioned.
+
+personas_check: the 60 BFI-2 items are asked of every personality of a set, default included, under the same
+instruction placement as judging: once greedily and k times sampled. The views then score facets and domains
+(reverse-keyed items count 6 - answer), lay out the personality x domain matrix and test, per trait,
+high > default > low. See docs/personas.md.
 """
 
 from __future__ import annotations
@@ -12,14 +16,24 @@ from typing import Any
 
 from prefect import flow
 
-from peras.bfi2 import load_items
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run, store_personalities
+from tasks.personas.build_sets import (
+    build_config,
+    build_stage,
+    check_run_name,
+    choose_conditions,
+    choose_items,
+    choose_set,
+    finish_build,
+    plan_round,
+    record_round,
+    register_build,
+)
 from tasks.personas.tasks import (
     check_answers,
     check_config,
-    choose_set,
     load_fidelity,
     personas_stage,
     plan_answers,
@@ -40,16 +54,18 @@ def personas_check(
     chunk_size: int = 256,
     backend: str | None = None,
     retry_failed: bool = False,
+    items_per_domain: int = 12,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
-    """Ask the 60 BFI-2 items of every personality of the set (greedy, then `samples` sampled); gate, publish.
+    """Ask the BFI-2 items of every personality of the set (greedy, then `samples` sampled); gate, publish.
 
-    A run keeps its set, model, samples, temperature, seed, prompt and items; calling it again resumes it, and
-    stored answers are reused: no request is sent twice.
+    The set: `builtin` (the study's Table 1), NAME (a built set's latest published version) or NAME@VERSION.
+    items_per_domain < 12 asks only the first items of each domain (a quick look). A run keeps its set, model,
+    samples, temperature, seed, prompt and items; calling it again resumes it: no request is sent twice.
     """
     settings = settings or load_settings()
-    chosen = choose_set(personality_set)
-    items = load_items()
+    chosen = choose_set(settings, personality_set)
+    items = choose_items(items_per_domain)
     planned = plan_answers(chosen, items, samples)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
@@ -65,3 +81,47 @@ def personas_check(
     publish_analyst_snapshot(settings)
     tables = load_fidelity(settings, run.run_name)
     return summarize(run, endpoint, personality_set, config, len(planned), n_failures, stats, tables)
+
+
+@flow(name="personas-build", flow_run_name="personas-build-{set_name}", log_prints=True)
+def personas_build(
+    set_name: str,
+    conditions: list[str] | None = None,
+    max_rounds: int = 3,
+    seed: int = 42,
+    check_samples: int = 5,
+    check_temperature: float = 0.7,
+    items_per_domain: int = 12,
+    chunk_size: int = 64,
+    backend: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Build a named personality set (all ten conditions, or `conditions`) the study's way, checking each round.
+
+    Round r asks both steps with seed + r for the conditions without a faithful candidate, then checks the set's
+    candidates (personas_check, run build-NAME-vV-roundR); a failing condition is built again, up to max_rounds.
+    The set is published when every condition has an instruction; each records its rounds and fidelity. Calling it
+    again with the same settings resumes an unfinished build (stored answers are reused); else it makes a new version.
+    """
+    settings = settings or load_settings()
+    chosen = choose_conditions(conditions)
+    warehouse_id = identify_warehouse(settings)
+    with serving_endpoint(settings, backend) as endpoint:
+        check_endpoint(settings, endpoint)
+        config = build_config(endpoint, chosen, seed, max_rounds, check_samples, check_temperature, items_per_domain)
+        build = register_build(settings, warehouse_id, set_name, config)
+    with recorded_run(settings, build):
+        for round_no in range(1, max_rounds + 1):
+            plan = plan_round(settings, build, config, round_no)
+            if plan is None:
+                break
+            with serving_endpoint(settings, backend) as endpoint:
+                ask_all(settings, endpoint, build, opaque(build_stage(config, build)), opaque(plan), chunk_size)
+            personas_check(
+                build.run_name, check_samples, check_temperature, seed, check_run_name(build, round_no),
+                backend=backend, items_per_domain=items_per_domain, settings=settings,
+            )  # fmt: skip
+            record_round(settings, build, round_no)
+        summary = finish_build(settings, build, config)
+    publish_analyst_snapshot(settings)
+    return summary

@@ -49,6 +49,8 @@ PROMPT_NAMES = (
     "bfi2_item",
     "pairwise_certainty",
     "pairwise_tie",
+    "persona_keywords",
+    "persona_instruction",
 )
 PROMPT_KEYS: dict[str, type] = {
     "name": str,

@@ -272,4 +272,8 @@ GLOSSARY: dict[str, str] = {
     "effect_ci_high": "upper end of the 95% interval of the effect size (Cohen's d)",
     "off_target_domain": "the domain, other than the persona's own, whose mean score moved most from default's",
     "off_target_shift": "that domain's mean score minus default's (scale points, signed)",
+    # persona sets (issue 18 part 1: `peras personas build`)
+    "set_id": "persona set build id (persona_sets.set_id): one per set name and version",
+    "set_name": "the set's name, as given to `peras personas build NAME` (versions share it)",
+    "built_at": "when the build of the condition in that round was journaled",
 }

@@ -192,10 +192,10 @@ def test_a_rerun_sends_nothing(settings, capsys):
     assert rows(settings, "select count(*), count(distinct request_id) from persona_answers") == [(1980, 1980)]
 
 
-def test_only_the_builtin_set_is_known(capsys, settings):
+def test_an_unknown_set_is_a_usage_error(capsys, settings):
     result = run_cli(capsys, "personas", "check", "--set", "mine", "--warehouse", str(settings.warehouse))
     assert result.exit_code == 2
-    assert "Invalid value for '--set': 'mine' is not 'builtin'." in result.err
+    assert "no personality set 'mine' in the warehouse (published, or that version)" in result.err
 
 
 def unreadable_twice(request: dict) -> str:

@@ -1,24 +1,38 @@
-"""`peras personas`: personality conditions as BFI-2 respondents (`check`: the fidelity check)."""
+"""`peras personas`: build personality sets the study's way (`build`, `export`), check any set with the BFI-2
+(`check`: the fidelity check)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
+from peras.prompting import CANONICAL_ORDER
 from peras.settings import Settings
 
+CONDITIONS = CANONICAL_ORDER[1:]
+
+ITEMS_OPTION = click.option(
+    "--items-per-domain",
+    type=click.IntRange(1, 12),
+    default=12,
+    show_default=True,
+    help="Ask the first N items of each BFI-2 domain (12: all 60; 2: a quick look at 10).",
+)
 DOMAINS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
 
 
 @click.group()
 def personas() -> None:
-    """Personality conditions as BFI-2 respondents: does each persona score as its instruction says?
+    """Personality sets: build one the study's way; does each persona score as its instruction says (BFI-2)?
 
     \b
-    Example:
+    Examples:
         peras personas check --samples 5
+        peras personas build mine --max-rounds 3
+        peras personas export mine --output my-personalities
     """
 
 
@@ -26,10 +40,9 @@ def personas() -> None:
 @click.option(
     "--set",
     "personality_set",
-    type=click.Choice(["builtin"]),
     default="builtin",
     show_default=True,
-    help="The personality set to check. Only the eleven built-in conditions for now (named sets come later).",
+    help="The set: builtin (the study's Table 1), NAME (a built set's latest published version) or NAME@VERSION.",
 )
 @click.option(
     "--samples",
@@ -43,6 +56,7 @@ def personas() -> None:
 @click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Sample i is sent with seed+i.")
 @click.option("--run-name", help="Name of the check run (re-using a name resumes it) [personas-SET-MODEL].")
 @click.option("--retry-failed", is_flag=True, help="Ask again the answers this run stored as unreadable or refused.")
+@ITEMS_OPTION
 @endpoint_options
 @settings_options
 def check(
@@ -53,6 +67,7 @@ def check(
     seed: int,
     run_name: str | None,
     retry_failed: bool,
+    items_per_domain: int,
     backend: str | None,
 ) -> None:
     """Administer the 60 BFI-2 items to every personality of a set and test high > default > low per trait.
@@ -67,6 +82,7 @@ def check(
     Examples:
         peras personas check
         peras personas check --samples 10 --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
+        peras personas check --set mine@2 --items-per-domain 2
     """
     from flows.personas import personas_check
 
@@ -80,6 +96,7 @@ def check(
         run_name=run_name,
         backend=backend,
         retry_failed=retry_failed,
+        items_per_domain=items_per_domain,
         settings=settings,
     )
     print_summary(summary)
@@ -107,6 +124,98 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"{summary['n_sent']:,} requests sent, {summary['n_cached']:,} reused), {summary['n_failures']:,} failed; "
         f"model {summary['model']} via {summary['backend']}"
     )
+
+
+@personas.command()
+@click.argument("name")
+@click.option("--condition", "conditions", multiple=True, type=click.Choice(CONDITIONS),
+              help="Build only this condition (repeatable) [all ten].")  # fmt: skip
+@click.option("--max-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds a condition may take: one failing its check is built again with a new sample.")  # fmt: skip
+@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True,
+              help="Round r samples both steps with seed + r (and the check's sample i with seed + i).")  # fmt: skip
+@click.option("--check-samples", type=click.IntRange(min=2), default=5, show_default=True,
+              help="Sampled answers per BFI-2 item in each round's check.")  # fmt: skip
+@click.option("--check-temperature", type=click.FloatRange(min=0, min_open=True), default=0.7, show_default=True,
+              help="Temperature of the check's sampled answers.")  # fmt: skip
+@ITEMS_OPTION
+@endpoint_options
+@settings_options
+def build(
+    settings: Settings,
+    name: str,
+    conditions: tuple[str, ...],
+    max_rounds: int,
+    seed: int,
+    check_samples: int,
+    check_temperature: float,
+    items_per_domain: int,
+    backend: str | None,
+) -> None:
+    """Build the personality set NAME the study's way: keywords, then an instruction, per condition; check; repeat.
+
+    Step 1 asks "Please provide keywords related to High Openness." and Step 2 gives the keywords back and asks for
+    a prompt that instructs an LLM to imitate the person (the study's wording). The instruction is extracted from
+    the answer (docs/personas.md). Each round's candidates are checked with the BFI-2 (as `peras personas check`);
+    a condition that fails is built again, up to --max-rounds. The set is stored as NAME@VERSION (a new version per
+    build; an unfinished build started the same way resumes) with model, keywords, raw answers, instructions,
+    rounds and fidelity (tables persona_sets, persona_set_builds; view persona_set_members).
+
+    \b
+    Examples:
+        peras personas build mine
+        peras personas build mine --condition HO --max-rounds 2 --items-per-domain 2
+        peras judge sample --personality-set mine
+    """
+    from flows.personas import personas_build
+
+    summary = run_flow(
+        personas_build,
+        tags=run_tags("personas", **endpoint_tags(settings, backend)),
+        set_name=name,
+        conditions=list(conditions) or None,
+        max_rounds=max_rounds,
+        seed=seed,
+        check_samples=check_samples,
+        check_temperature=check_temperature,
+        items_per_domain=items_per_domain,
+        backend=backend,
+        settings=settings,
+    )
+    headers = ["condition", "personality", "rounds", "faithful", "d", "d_ci_low", "keywords"]
+    rows = [
+        [r["condition"], r["personality"], r["rounds"], {True: "yes", False: "no"}.get(r["is_faithful"], "-"),
+         r["effect_size"], r["effect_ci_low"], r["keywords"]]
+        for r in summary["conditions"]
+    ]  # fmt: skip
+    for line in text_table(headers, rows):
+        click.echo(line)
+    n_faithful = sum(1 for r in summary["conditions"] if r["is_faithful"])
+    click.echo(
+        f"set {summary['personality_set']}: {n_faithful} of {len(rows)} conditions faithful; model {summary['model']}"
+    )
+
+
+@personas.command()
+@click.argument("personality_set", metavar="SET")
+@click.option("--output", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory to write the personality files to (created if needed).")  # fmt: skip
+@settings_options
+def export(settings: Settings, personality_set: str, output: Path) -> None:
+    """Write a stored set's personas as personality files, one TOML per persona, that PERAS_PERSONALITIES_DIR reads.
+
+    SET is NAME (the latest published version) or NAME@VERSION. The codes are NAME-vVERSION-CONDITION, so the
+    files sit beside the built-in eleven.
+
+    \b
+    Example:
+        peras personas export mine --output my-personalities
+        PERAS_PERSONALITIES_DIR=my-personalities peras judge sample --personality mine-v1-HO
+    """
+    from tasks.personas.build_sets import export_set
+
+    paths = export_set(settings, personality_set, output)
+    click.echo(f"{len(paths)} personality files written to {output}")
 
 
 COMMANDS = [personas]

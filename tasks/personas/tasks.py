@@ -1,4 +1,5 @@
-"""Personas tasks: choose the set, register the check run, hand the planned answers to the engine, gate, publish.
+"""Personas tasks: register the check run, hand the planned answers to the engine, gate, publish (the set is
+chosen by tasks/personas/build_sets.py).
 
 The items are asked as tasks/personas/asking.py says; the scores and the fidelity verdicts are the warehouse's
 views (sql/personas/views), read back here for the summary.
@@ -16,26 +17,18 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.bfi2 import Bfi2Item, items_fingerprint, load_items
 from peras.errors import UsageError
-from peras.prompting import Personality, load_personalities, load_prompt
+from peras.prompting import Personality, load_prompt
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
-from tasks.personas.asking import CheckConfig, ItemAsk, PersonasPlan, PersonasStage
+from tasks.personas.asking import CheckConfig, ItemAsk, PersonasStage
 
-PERSONALITY_SETS = ("builtin",)  # the set builder (issue 18, part 1) will add named sets
 EMBEDDED_MAX_TOKENS = 8  # one digit, perhaps a full stop
-
-
-@task(cache_policy=NO_CACHE)
-def choose_set(personality_set: str) -> list[Personality]:
-    """The personalities of a set, default included; only the eleven built-in conditions for now."""
-    if personality_set not in PERSONALITY_SETS:
-        raise UsageError(f"unknown personality set {personality_set!r}; known: {', '.join(PERSONALITY_SETS)}")
-    return load_personalities(None)
 
 
 def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: int) -> CheckConfig:
@@ -105,9 +98,9 @@ def vars_of(item: Bfi2Item) -> dict[str, Any]:
     return {f: getattr(item, f) for f in ("item_id", "domain_code", "domain", "facet", "keyed", "item")}
 
 
-def plan_check(run: RunIdentity, planned: list[ItemAsk]) -> PersonasPlan:
+def plan_check(run: RunIdentity, planned: list[ItemAsk]) -> HeldPlan[ItemAsk]:
     """The planned answers; those with a stored outcome are skipped when asked."""
-    return PersonasPlan(run.run_id, planned)
+    return HeldPlan("personas", run.run_id, planned)
 
 
 def personas_stage(config: CheckConfig, personalities: list[Personality], items: list[Bfi2Item]) -> PersonasStage:
