@@ -18,4 +18,5 @@ COMMAND_MODULES = [
     "study",
     "pairwise",
     "personas",
+    "fuse",
 ]

@@ -23,6 +23,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_current
 from tasks.report import charts
+from tasks.report.fuse import FuseComparison, fuse_figures, read_fuse_comparisons
 from tasks.report.methods import draw_method_diagrams, method_tables
 from tasks.report.personas import PersonaCheck, persona_figures, read_persona_checks
 from tasks.report.tables import (
@@ -51,6 +52,7 @@ FIGURE_NAMES = (
     "kappa-runs-",
     "method-reliability-",
     "personas-",
+    "fuse-",
 )
 # The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
 # compares HN with LC; the mean confidence of all judgments, a few contrasting personalities.
@@ -85,6 +87,7 @@ SECTIONS = (
     "calibration",
     "methods",
     "personas",
+    "fuse",
 )  # the template's figure sections
 
 
@@ -106,6 +109,8 @@ class ReportData:
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
     pairwise_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)  # sql/pairwise/views
     persona_checks: list[PersonaCheck] = field(default_factory=list)  # published personas check runs
+    fuse_comparisons: list[FuseComparison] = field(default_factory=list)  # published fuse runs (sql/fuse/views)
+    fuse_disagreement: pl.DataFrame = field(default_factory=pl.DataFrame)  # fuse_disagreement's rows
 
     @property
     def settings(self) -> list[Setting]:
@@ -154,10 +159,18 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         priming = {name: _view_rows(con, name, collection) for name in views}
         pairwise = {name: _view_rows(con, name, collection) for name in PAIRWISE_VIEWS}
         checks = read_persona_checks(con)
+        fuse_comparisons = read_fuse_comparisons(con, collection)
+        fuse_disagreement = _view_rows(con, "fuse_disagreement", collection)[0]
     priming_views = {name: rows for name, rows in priming.items() if rows[1]}
     pairwise_views = {name: rows for name, rows in pairwise.items() if rows[1]}
     return ReportData(
-        runs=found, **frames, priming_views=priming_views, pairwise_views=pairwise_views, persona_checks=checks
+        runs=found,
+        **frames,
+        priming_views=priming_views,
+        pairwise_views=pairwise_views,
+        persona_checks=checks,
+        fuse_comparisons=fuse_comparisons,
+        fuse_disagreement=fuse_disagreement,
     )
 
 
@@ -198,6 +211,7 @@ def draw_figures(data: ReportData, figures_dir: Path, personalities: list[str] |
         diagrams = draw_method_diagrams(data.method_comparison, data.calibration_bins, figures_dir, personalities)
         figures += [Figure("methods", label, title, path) for label, title, path in diagrams]
         figures += [Figure("personas", *drawn) for drawn in persona_figures(data.persona_checks, figures_dir)]
+        figures += [Figure("fuse", *drawn) for drawn in fuse_figures(data.fuse_disagreement, figures_dir)]
         bar.advance()
     return figures
 
@@ -333,6 +347,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "priming_tables": [frame_table(name, frame, n) for name, (frame, n) in data.priming_views.items()],
         "pairwise_tables": [frame_table(name, frame, n) for name, (frame, n) in data.pairwise_views.items()],
         "persona_checks": data.persona_checks,
+        "fuse_comparisons": data.fuse_comparisons,
         "n_judgments": int(data.runs["n_judgments"].sum()),
         "n_settings": len(data.settings),
     }

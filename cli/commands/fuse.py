@@ -1,0 +1,152 @@
+"""`peras fuse`: several judges' answers fused per pair, by the study's voting baselines and by a fuser LLM."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cli.common import model_and_backend, run_flow, run_tags, settings_options
+from peras.settings import Settings
+from tasks.fuse.tables import comparison_table, disagreement_line
+
+
+def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The fuser's endpoint flags, as settings overrides (the settings a judge's --base-url/--model set). Place
+    above @settings_options; `--backend` is passed on as `backend`."""
+
+    @click.option("--fuser-model", help="Model the fuser endpoint serves [the embedded model without a URL].")
+    @click.option("--fuser-base-url", "fuser_base_urls", multiple=True, help="The fuser's OpenAI-compatible base URL.")
+    @click.option("--api-key-env", help="Environment variable holding the fuser endpoint's key [OPENAI_API_KEY].")
+    @click.option("--backend", help="Backend label to record for the fuser (vllm, openai, ...).")
+    @click.option("--concurrency", type=click.IntRange(min=1), help="Fuser requests in flight per endpoint [8].")
+    @click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        fuser_model: str | None,
+        fuser_base_urls: tuple[str, ...],
+        api_key_env: str | None,
+        concurrency: int | None,
+        request_budget: int | None,
+        **kwargs: Any,
+    ) -> Any:
+        overrides = {
+            "base_urls": list(fuser_base_urls) or None,
+            "model": fuser_model,
+            "api_key_env": api_key_env,
+            "concurrency": concurrency,
+            "request_budget": request_budget,
+        }
+        return func(*args, _settings_overrides=overrides, **kwargs)
+
+    return wrapper
+
+
+@click.command()
+@click.option("--collection", required=True, help="Collection whose judgments are fused (e.g. llmjudge, sample).")
+@click.option(
+    "--runs",
+    "runs",
+    multiple=True,
+    required=True,
+    help="Judge run name or glob (repeatable; 'llmjudge:*' = every run on llmjudge); each run x personality x "
+    "setting is one judge.",
+)
+@click.option("--cot/--no-cot", default=None, help="Only the judgments with (without) chain of thought.")
+@click.option("--confidence-method", help="Only the judgments of this confidence method (verbalized, self, ...).")
+@click.option("--baselines-only", is_flag=True, help="Only the voting baselines: no fuser, no LLM.")
+@click.option("--named", is_flag=True, help="Show the fuser the judges' names (default: anonymised, Judge 1..m).")
+@click.option("--pairs", "n_pairs", type=click.IntRange(min=1), help="Ask the fuser about N pairs only [all].")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the judges' order per pair."
+)
+@click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
+@click.option("--retry-failed", is_flag=True, help="Ask again the fuser answers this run stored as failures.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@fuser_options
+@settings_options
+def fuse(
+    settings: Settings,
+    collection: str,
+    runs: tuple[str, ...],
+    cot: bool | None,
+    confidence_method: str | None,
+    baselines_only: bool,
+    named: bool,
+    n_pairs: int | None,
+    seed: int,
+    run_name: str | None,
+    retry_failed: bool,
+    backend: str | None,
+    fmt: str,
+) -> None:
+    """Fuse the judges of the runs matching --runs on --collection: the study's four voting baselines (majority,
+    confidence-, sqrt-confidence- and entropy-weighted) and, unless --baselines-only, a fuser LLM that reads every
+    judge's label, confidence and explanation. Prints the comparison (fuser, baselines, best single judge, default,
+    the classifier on the same judges; deltas against default) and how the fuser and majority voting disagree.
+    See docs/fuse.md.
+
+    \b
+    Examples:
+        peras fuse --collection llmjudge --runs 'llmjudge:*' --baselines-only
+        peras fuse --collection sample --runs 'sample-*' --pairs 4
+        peras fuse --collection dl19 --runs dl19-balanced-llama --fuser-base-url http://gpu:8000/v1 \\
+            --fuser-model meta-llama/Llama-3.1-70B-Instruct --format json
+    """
+    from flows.fuse import fuse as fuse_flow
+
+    tags = model_and_backend(settings.base_urls, settings.model, backend)
+    summary = run_flow(
+        fuse_flow,
+        tags=run_tags("fuse", collection, None, **({} if baselines_only else tags)),
+        collection=collection,
+        runs=list(runs),
+        cot=cot,
+        confidence_method=confidence_method,
+        baselines_only=baselines_only,
+        anonymised=not named,
+        n_pairs=n_pairs,
+        seed=seed,
+        run_name=run_name,
+        retry_failed=retry_failed,
+        backend=backend,
+        settings=settings,
+    )
+    if fmt == "json":
+        click.echo(json.dumps(summary, indent=2, default=str))
+        return
+    click.echo(summary_line(summary))
+    print_comparison(summary)
+    click.echo(disagreement_line(summary["disagreement"]))
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """One line: the run, its judges and pairs, what the fuser was asked."""
+    line = f"{summary['run_name']}: {summary['n_judges']} judges, {summary['n_pairs']:,} pairs voted on"
+    if "n_asked" in summary:
+        line += (
+            f"; fuser {summary['model']} asked {summary['n_asked']:,} pairs ({summary['n_sent']:,} requests sent, "
+            f"{summary['n_cached']:,} reused), {summary['n_failures']:,} failed"
+        )
+    return line
+
+
+def print_comparison(summary: dict[str, Any]) -> None:
+    """The comparison as a rich table: values with (delta vs default), the best single judge in [brackets]."""
+    frame = comparison_table(summary["rows"])
+    out = Table(caption="(delta against the default judge); [best single judge per metric]")
+    for column in frame.columns:
+        out.add_column(column, justify="left" if column == "method" else "right", overflow="fold")
+    for row in frame.iter_rows():
+        out.add_row(*(escape(cell) for cell in row))
+    Console(width=220).print(out)
+
+
+COMMANDS = [fuse]

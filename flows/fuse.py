@@ -1,0 +1,87 @@
+"""Fuse flow: several judges' answers on the same pairs fused into one label with a confidence, per pair.
+
+The judges are the streams of the runs matching a pattern (the personalities of one judge run, or imported runs);
+the study's four voting baselines fuse every pair the judges all answered, and unless baselines_only a fuser LLM
+reads every judge's label, confidence and explanation (shuffled, anonymised by default) and answers with its own.
+See docs/fuse.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from peras.settings import Settings, load_settings
+from tasks.classify.features import build_feature_matrix, choose_feature_set, list_feature_streams
+from tasks.engine.endpoint import serving_endpoint
+from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run
+from tasks.fuse.tables import load_comparison
+from tasks.fuse.tasks import (
+    check_fuse_run,
+    collect_answers,
+    fuse_stage,
+    fuser_config,
+    load_judge_answers,
+    name_judges,
+    plan_fuse,
+    register_fuse_run,
+    store_votes,
+    summarize,
+    summarize_votes,
+    vote,
+)
+from tasks.publish.tasks import publish_analyst_snapshot
+
+
+@flow(name="fuse", flow_run_name="fuse-{collection}", log_prints=True)
+def fuse(
+    collection: str,
+    runs: list[str],
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    baselines_only: bool = False,
+    anonymised: bool = True,
+    n_pairs: int | None = None,
+    seed: int = 42,
+    run_name: str | None = None,
+    chunk_size: int = 256,
+    backend: str | None = None,
+    retry_failed: bool = False,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Vote on every pair the judges all answered; unless baselines_only, ask the fuser (n_pairs of them); publish.
+
+    runs: run names or globs ('llmjudge:*'). A run keeps its collection, judges, fuser model, seed and request
+    parameters; calling it again with more pairs extends it. Stored answers are reused: a rerun sends nothing.
+    """
+    settings = settings or load_settings()
+    streams = list_feature_streams(settings, collection)
+    feature_set = choose_feature_set(streams, collection, None, cot, confidence_method, runs)
+    judges = name_judges(feature_set)
+    values = load_judge_answers(settings, collection, judges)
+    matrix = build_feature_matrix(values, feature_set)
+    fused = collect_answers(settings, collection, judges, opaque(values))
+    votes = vote(matrix, opaque(fused))
+    warehouse_id = identify_warehouse(settings)
+    scope = {"runs": runs, "n_pairs": n_pairs}
+    if baselines_only:
+        run = register_fuse_run(settings, warehouse_id, run_name, collection, judges, None, seed, scope)
+        with recorded_run(settings, run):
+            store_votes(settings, run, judges, opaque(votes), publish=True)
+        publish_analyst_snapshot(settings)
+        return summarize_votes(run, judges, votes) | load_comparison(settings, run.run_id)
+    with serving_endpoint(settings, backend) as endpoint:
+        check_endpoint(settings, endpoint)
+        config = fuser_config(endpoint, anonymised)
+        run = register_fuse_run(settings, warehouse_id, run_name, collection, judges, config, seed, scope)
+        with recorded_run(settings, run):
+            store_votes(settings, run, judges, opaque(votes), publish=False)
+            plan = plan_fuse(run, opaque(fused), judges, seed, n_pairs)
+            stats = ask_all(
+                settings, endpoint, run, opaque(fuse_stage(config, fused)), opaque(plan), chunk_size, retry_failed
+            )
+            n_failures = check_fuse_run(settings, run, opaque(plan))
+    publish_analyst_snapshot(settings)
+    counts = summarize(run, endpoint, summarize_votes(run, judges, votes), plan, n_failures, stats)
+    return counts | load_comparison(settings, run.run_id)

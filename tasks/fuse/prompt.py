@@ -1,0 +1,99 @@
+"""The fuser prompt (peras/prompts/fuser.toml, a Jinja template) and what it shows of each judge.
+
+Loading checks the file's keys, that the template compiles, that the variables it uses are exactly the declared
+placeholders, and that the parts kept word for word from the study are there. A judge is shown as one JSON object
+`{"relevance": 2, "confidence_score": 85, "explanation": "..."}`: without "confidence_score" when its stream has no
+confidence, without "explanation" when it judged without CoT, and with "judge" (its name) first when judges are
+named rather than anonymised. The fuser's answer is read as the `self` method's JSON (peras/llm/joint_parsing.py):
+"relevance" 0-3 and "confidence_score" 0-100, anything else a failure with its reason, regenerated, never scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.meta
+
+from peras.errors import InputError
+from peras.paths import PROMPTS_DIR
+from peras.prompting import _check_keys, _read_toml
+
+PROMPT_NAME = "fuser"
+PROMPT_KEYS: dict[str, type] = {
+    "name": str,
+    "description": str,
+    "placeholders": list,
+    "template": str,
+    "sampling": dict,
+}
+# Word for word from the study's fuser template (docs/fuse.md lists what was changed around them).
+VERBATIM = (
+    "You are a helpful assistant tasked with combining multiple model responses",
+    "Review the JSON outputs.",
+    "JSON Output {{ loop.index }}: {{ output }}",
+    "1. Check JSON Outputs: Look at each selected relevance, confidence_score and explanation.",
+    "focus on the quality of the explanation and whether it follows the rules.",
+    "mentioning where the models agree and where they differ.",
+    '"confidence_score": number(0-100),',
+)
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)  # noqa: S701 - a chat prompt, not HTML
+
+
+@dataclass(frozen=True)
+class FuserPrompt:
+    """The compiled template, its sampling parameters and a fingerprint of its text."""
+
+    source: str
+    sampling: dict[str, Any]
+    fingerprint: str
+
+    def render(self, query: str, passage: str, outputs: list[str]) -> str:
+        """The fuser's task text for one pair and its judges' JSON outputs, in the order shown."""
+        return _ENV.from_string(self.source).render(query=query, passage=passage, outputs=outputs)
+
+
+def read_fuser_prompt(path: Path) -> FuserPrompt:
+    """Read and check a fuser template file (rules in the module doc)."""
+    data = _read_toml(path)
+    _check_keys(data, PROMPT_KEYS, path)
+    if data["name"] != PROMPT_NAME:
+        raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
+    try:
+        used = jinja2.meta.find_undeclared_variables(_ENV.parse(data["template"]))
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputError(f"template is not valid Jinja (line {exc.lineno}): {exc.message}", path) from exc
+    if sorted(used) != sorted(data["placeholders"]):
+        raise InputError(f"template variables {sorted(used)} differ from declared {sorted(data['placeholders'])}", path)
+    missing = [part for part in VERBATIM if part not in data["template"]]
+    if missing:
+        raise InputError(f"template lacks the study's wording {missing[0]!r}", path)
+    fingerprint = hashlib.sha256(data["template"].encode()).hexdigest()[:16]
+    return FuserPrompt(data["template"], dict(data["sampling"]), fingerprint)
+
+
+@cache
+def fuser_prompt() -> FuserPrompt:
+    """The shipped fuser template, read once."""
+    return read_fuser_prompt(PROMPTS_DIR / f"{PROMPT_NAME}.toml")
+
+
+def judge_output(label: int, confidence: float | None, explanation: str | None, name: str | None) -> str:
+    """One judge as the fuser sees it: a JSON object on one line (rules in the module doc)."""
+    shown: dict[str, Any] = {"judge": name} if name is not None else {}
+    shown["relevance"] = int(label)
+    if confidence is not None:
+        shown["confidence_score"] = int(confidence) if float(confidence).is_integer() else round(float(confidence), 2)
+    if explanation is not None:
+        shown["explanation"] = explanation.strip()
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def build_fuser_messages(query: str, passage: str, outputs: list[str]) -> list[dict[str, str]]:
+    """One user message, as every PERAS prompt (no personality: the fuser speaks as itself)."""
+    return [{"role": "user", "content": fuser_prompt().render(query, passage, outputs)}]

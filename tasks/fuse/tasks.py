@@ -1,0 +1,215 @@
+"""Fuse tasks: name the judges, read what they said, vote, register the run, hand the pairs to the engine, gate.
+
+The judge streams are chosen and turned into a pair x judge matrix by classify's own tasks (the same streams give
+classify's feature_set_id, so the fuse table can show the classifier trained on them); the votes are the study's
+baselines (tasks/classify/aggregate.py); the fuser asks as tasks/fuse/asking.py says. The comparison is a set of
+views (sql/fuse/views/) read by tasks/fuse/tables.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from peras.errors import UsageError
+from peras.settings import Settings
+from peras.sql import query_frame, run_sql
+from peras.warehouse import now, open_migrated, transaction
+from tasks.classify.aggregate import baseline_votes
+from tasks.classify.features import STREAM_KEYS, FeatureMatrix, FeatureSet
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.spec import RunIdentity
+from tasks.engine.tasks import run_counts
+from tasks.fuse.asking import FuseConfig, FuseItem, FusePlan, FuseStage, JudgeAnswer, shuffled_judges
+from tasks.fuse.prompt import fuser_prompt
+
+EMBEDDED_MAX_TOKENS = 256  # the fuser's JSON with a short explanation
+NO_FUSER = "none"  # model and backend of a baselines-only run
+
+
+@dataclass(frozen=True)
+class Judges:
+    """The judge streams fused, in canonical order, each with its name (personality code, or the stream's key)."""
+
+    feature_set: FeatureSet
+    names: list[str]
+
+    def frame(self) -> pl.DataFrame:
+        """fuse_judges' rows (without the run id)."""
+        return self.feature_set.streams.select(STREAM_KEYS).with_columns(
+            judge=pl.Series(self.names, dtype=pl.Utf8), judge_index=pl.int_range(1, len(self.names) + 1)
+        )
+
+
+@dataclass(frozen=True)
+class Fused:
+    """What the judges said about every pair every judge answered: labels, confidences, explanations and texts."""
+
+    pairs: pl.DataFrame  # query_id, doc_id, relevance: the matrix's rows, in its order
+    answers: dict[tuple[str, str], dict[str, JudgeAnswer]]
+    texts: dict[tuple[str, str], tuple[str, str]]
+
+
+@task(cache_policy=NO_CACHE)
+def name_judges(feature_set: FeatureSet) -> Judges:
+    """Personality codes when they tell the judges apart (one run's personalities), else the streams' keys."""
+    personalities = feature_set.streams["personality"].to_list()
+    distinct = len(set(personalities)) == len(personalities)
+    return Judges(feature_set, personalities if distinct else feature_set.keys)
+
+
+@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+def load_judge_answers(settings: Settings, collection: str, judges: Judges) -> pl.DataFrame:
+    """Every chosen judge's answer on every pair, with its explanation (sql/fuse/select_judge_answers.sql)."""
+    selected = judges.feature_set.streams.select([*STREAM_KEYS, "feature_key"])
+    with open_migrated(settings.warehouse) as con:
+        con.register("fuse_selected_judges", selected.to_arrow())
+        return query_frame(con, "fuse/select_judge_answers", {"collection_id": collection})
+
+
+@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+def collect_answers(settings: Settings, collection: str, judges: Judges, values: pl.DataFrame) -> Fused:
+    """The pairs classify's matrix keeps (every judge answered usably), what each judge said, and the texts."""
+    failed = values.group_by("query_id", "doc_id").agg(pl.col("is_failure").any())
+    keep = failed.filter(~pl.col("is_failure")).select("query_id", "doc_id")
+    kept = values.join(keep, on=["query_id", "doc_id"]).with_columns(
+        judge=pl.col("feature_key").replace_strict(dict(zip(judges.feature_set.keys, judges.names, strict=True)))
+    )
+    answers: dict[tuple[str, str], dict[str, JudgeAnswer]] = {}
+    for q, d, judge, label, confidence, explanation in kept.select(
+        "query_id", "doc_id", "judge", "label", "confidence", "explanation"
+    ).iter_rows():
+        answers.setdefault((q, d), {})[judge] = JudgeAnswer(int(label), confidence, explanation)
+    with open_migrated(settings.warehouse) as con:
+        texts = run_sql(con, "fuse/select_texts", {"collection_id": collection}).fetchall()
+    pairs = kept.select("query_id", "doc_id", "relevance").unique().sort("query_id", "doc_id")
+    return Fused(pairs, answers, {(q, d): (qt, pt) for q, d, qt, pt in texts if (q, d) in answers})
+
+
+@task(cache_policy=NO_CACHE)
+def vote(matrix: FeatureMatrix, fused: Fused) -> pl.DataFrame:
+    """Every baseline's label and confidence per pair; the confidence votes only if every judge gives confidences."""
+    if fused.pairs.height != len(matrix.relevance):
+        raise UsageError("the judges' answers changed while they were read: run `peras fuse` again")
+    confidences = matrix.confidences if matrix.has_confidence.all() else None
+    return pl.concat(
+        [
+            fused.pairs.with_columns(
+                method=pl.lit(name), label=pl.Series(v.label, dtype=pl.Int32), confidence=pl.Series(v.confidence)
+            ).with_columns(pl.col("confidence").fill_nan(None))
+            for name, v in baseline_votes(matrix.labels, confidences).items()
+        ]
+    )
+
+
+def fuser_config(endpoint: Endpoint, anonymised: bool) -> FuseConfig:
+    """Remote fusers get the template's sampling alone; the embedded model also an answer cap (recorded)."""
+    if endpoint.is_embedded:
+        return FuseConfig(endpoint.model, endpoint.backend, anonymised, EMBEDDED_MAX_TOKENS, {"cache_prompt": True})
+    return FuseConfig(endpoint.model, endpoint.backend, anonymised)
+
+
+def run_parameters(config: FuseConfig | None) -> dict[str, Any]:
+    """What fixes a run besides collection, judges, model and seed: the fuser's request parameters and template."""
+    if config is None:
+        return {"fuser": None}
+    return {"fuser": {"request_params": config.params(), "template": fuser_prompt().fingerprint}} | {
+        "anonymised": config.anonymised
+    }
+
+
+@task(cache_policy=NO_CACHE)
+def register_fuse_run(
+    settings: Settings,
+    warehouse_id: str,
+    run_name: str | None,
+    collection_id: str,
+    judges: Judges,
+    config: FuseConfig | None,
+    seed: int,
+    scope: dict[str, Any],
+) -> RunIdentity:
+    """Create the run, or check that an existing run of that name fuses the same judges the same way (then extend)."""
+    model, backend = (config.model, config.backend) if config else (NO_FUSER, NO_FUSER)
+    feature_set_id = judges.feature_set.feature_set_id
+    default = f"{collection_id}-fuse-{feature_set_id[:8]}-{model.replace('/', '_')}"
+    claim = RunClaim(
+        kind="fuse",
+        label="fuse run",
+        name=run_name or default,
+        fixed=(collection_id, feature_set_id, model, seed),
+        params=run_parameters(config),
+        row={
+            "collection_id": collection_id,
+            "feature_set_id": feature_set_id,
+            "seed": seed,
+            "scope": json.dumps(scope),
+        },
+        what="collection, judges, fuser model, seed, prompt or request parameters",
+    )
+    return claim_run(settings, warehouse_id, claim, model, backend)
+
+
+@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+def store_votes(settings: Settings, run: RunIdentity, judges: Judges, votes: pl.DataFrame, publish: bool) -> None:
+    """Write the run's judges and votes in one transaction; a baselines-only run is published with them."""
+    with open_migrated(settings.warehouse) as con, transaction(con):
+        con.register("fuse_new_judges", judges.frame().to_arrow())
+        con.register("fuse_new_votes", votes.to_arrow())
+        run_sql(con, "fuse/replace_votes", {"fuse_run_id": run.run_id})
+        if publish:
+            status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
+            run_sql(con, "fuse/set_run_status", status)
+
+
+def pair_rank(seed: int, query_id: str, doc_id: str) -> str:
+    """A pair's place in the run's asking order: stable, so asking more pairs keeps the ones asked before."""
+    return hashlib.sha256(f"{seed}\x1f{query_id}\x1f{doc_id}\x1frank".encode()).hexdigest()
+
+
+@task(cache_policy=NO_CACHE)
+def plan_fuse(run: RunIdentity, fused: Fused, judges: Judges, seed: int, n_pairs: int | None) -> FusePlan:
+    """The pairs to ask (all, or the first n_pairs in the seeded order), each with its judges shuffled."""
+    keys = sorted(fused.pairs.select("query_id", "doc_id").iter_rows(), key=lambda k: pair_rank(seed, *k))
+    chosen = keys if n_pairs is None else keys[:n_pairs]
+    return FusePlan(run.run_id, [FuseItem(q, d, shuffled_judges(judges.names, seed, q, d)) for q, d in chosen])
+
+
+def fuse_stage(config: FuseConfig, fused: Fused) -> FuseStage:
+    """Fuse's half of the engine contract: pairs to requests, answers to answer rows."""
+    return FuseStage(config, fused.answers, fused.texts)
+
+
+@task(cache_policy=NO_CACHE)
+def check_fuse_run(settings: Settings, run: RunIdentity, plan: FusePlan) -> int:
+    """The fuse gate (sql/fuse/gate_items.sql): every planned pair answered, failures under the threshold."""
+    planned = pl.DataFrame(
+        [{"query_id": i.query_id, "doc_id": i.doc_id} for i in plan.planned],
+        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8},
+    )
+    return gate_run(settings, run, planned, Gate("answers", "run not published (its answers are kept for inspection)"))
+
+
+def summarize_votes(run: RunIdentity, judges: Judges, votes: pl.DataFrame) -> dict[str, Any]:
+    """Counts for the CLI: the run, its judges, its pairs and baselines."""
+    return {
+        "run_name": run.run_name,
+        "run_id": run.run_id,
+        "n_judges": len(judges.names),
+        "n_pairs": votes.select("query_id", "doc_id").n_unique(),
+        "baselines": votes["method"].unique(maintain_order=True).to_list(),
+    }
+
+
+def summarize(
+    run: RunIdentity, endpoint: Endpoint, counts: dict[str, Any], plan: FusePlan, n_failures: int, stats: dict[str, Any]
+) -> dict[str, Any]:
+    """Counts for the CLI and the artifact, with what the fuser was asked."""
+    return counts | run_counts(run, endpoint, stats) | {"n_asked": len(plan.planned), "n_failures": n_failures}
