@@ -2,4 +2,4 @@
 -- resumed with retry_failed plans its failures again).
 select query_id, doc_1, doc_2, personality, prompt, position, status
 from pairwise_answers
-where pairwise_run_id = $pairwise_run_id
+where pairwise_run_id = $run_id

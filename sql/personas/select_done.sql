@@ -2,4 +2,4 @@
 -- run resumed with retry_failed plans its failures again).
 select personality, item_id, sample_index, status
 from persona_answers
-where check_run_id = $check_run_id
+where check_run_id = $run_id

@@ -2,4 +2,4 @@
 -- resumed with retry_failed plans its failures again).
 select query_id, trial, n_prologue, n_epilogue, personality, condition, status
 from priming_batches
-where priming_run_id = $priming_run_id
+where priming_run_id = $run_id

@@ -9,19 +9,17 @@ and then recorded as a failure with its reason; sending, caching and journaling 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from peras.errors import RequestRejected
 from peras.llm.pairwise_parsing import PARSERS
 from peras.prompting import Personality, build_pairwise_messages, sampling_params
-from tasks.engine.spec import Ask, AskFn
+from tasks.engine.spec import Answer, Ask, AskFn
+from tasks.engine.stages import ask_outcome
 from tasks.pairwise.draws import PairDraw
 
 PROMPTS = {"certainty": "pairwise_certainty", "tie": "pairwise_tie", "self": "self_pairwise"}
 ORDERS = ("AB", "BA")
-Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,33 +73,6 @@ def plan_items(pairs: list[PairDraw], personalities: list[str], prompts: list[st
 
 
 @dataclass
-class PairwisePlan:
-    """The planned items without a stored outcome (held whole: a pairwise run is small)."""
-
-    run_id: str
-    planned: list[PairItem]
-    failures_pending: bool = False
-
-    def with_failures(self) -> PairwisePlan:
-        """The same plan, with the items whose stored outcome failed (unreadable, refused) to do again."""
-        return replace(self, failures_pending=True)
-
-    def pending(self, fetch: Fetch) -> list[PairItem]:
-        """The planned items with no stored outcome yet (or a failed one, when failures are pending)."""
-        rows = fetch("pairwise/select_done", {"pairwise_run_id": self.run_id})
-        done = {tuple(key) for *key, status in rows if not (self.failures_pending and status != "ok")}
-        return [item for item in self.planned if item.key not in done]
-
-    def count(self, fetch: Fetch) -> int:
-        """Items still to ask."""
-        return len(self.pending(fetch))
-
-    def items(self, fetch: Fetch) -> Iterator[PairItem]:
-        """Items still to ask, in plan order."""
-        yield from self.pending(fetch)
-
-
-@dataclass
 class PairwiseStage:
     """Turns pair items into requests and their answers into answer rows."""
 
@@ -129,15 +100,10 @@ class PairwiseStage:
             "prompt": item.prompt,
             "position": item.position,
         }
-        try:
-            answer = await ask(Ask(messages, self.config.params(item.prompt), "pairwise", PARSERS[name]))
-        except RequestRejected as exc:
-            failed = {"choice": None, "confidence": None, "status": "error", "reason": str(exc)[:500]}
-            return row | failed | {"request_id": exc.request_id}
-        return row | {
-            "request_id": answer.request_id,
-            "choice": answer.parsed.value,
-            "confidence": answer.parsed.confidence,
-            "status": "ok" if answer.ok else "parse_failure",
-            "reason": None if answer.ok else answer.reason,
-        }
+        spec = Ask(messages, self.config.params(item.prompt), "pairwise", PARSERS[name])
+        return await ask_outcome(ask, spec, row, ("choice", "confidence"), read_verdict)
+
+
+def read_verdict(answer: Answer) -> dict[str, Any]:
+    """The verdict and confidence read (what a failed reading found is kept, as the reason's evidence)."""
+    return {"choice": answer.parsed.value, "confidence": answer.parsed.confidence}

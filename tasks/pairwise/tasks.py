@@ -22,8 +22,9 @@ from peras.warehouse import open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
-from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwisePlan, PairwiseStage
+from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
 
 EMBEDDED_MAX_TOKENS = 96  # a verdict and a certainty, or the SC JSON with a short explanation
@@ -119,9 +120,9 @@ def register_pairwise_run(
     return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
-def plan_pairwise(run: RunIdentity, planned: list[PairItem]) -> PairwisePlan:
+def plan_pairwise(run: RunIdentity, planned: list[PairItem]) -> HeldPlan[PairItem]:
     """The planned items; those with a stored answer are skipped when asked."""
-    return PairwisePlan(run.run_id, planned)
+    return HeldPlan("pairwise", run.run_id, planned)
 
 
 def pairwise_stage(config: PairwiseConfig, personalities: list[Personality], collection: Collection) -> PairwiseStage:

@@ -8,16 +8,13 @@ Sending, caching and journaling are the engine's (tasks/engine/engine.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from peras.bfi2 import Bfi2Item, ParsedAnswer, parse_answer
-from peras.errors import RequestRejected
 from peras.prompting import Personality, build_item_messages
-from tasks.engine.spec import Ask, AskFn
-
-Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
+from tasks.engine.spec import Answer, Ask, AskFn
+from tasks.engine.stages import ask_outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,33 +54,6 @@ class CheckConfig:
 
 
 @dataclass
-class PersonasPlan:
-    """The planned answers without a stored outcome (60 items x personalities x (1 + k): held whole)."""
-
-    run_id: str
-    planned: list[ItemAsk]
-    failures_pending: bool = False
-
-    def with_failures(self) -> PersonasPlan:
-        """The same plan, with the answers whose stored outcome failed (unreadable, refused) to do again."""
-        return replace(self, failures_pending=True)
-
-    def pending(self, fetch: Fetch) -> list[ItemAsk]:
-        """The planned answers that have no stored outcome yet (or a failed one, when failures are pending)."""
-        rows = fetch("personas/select_done", {"check_run_id": self.run_id})
-        done = {tuple(key) for *key, status in rows if not (self.failures_pending and status != "ok")}
-        return [item for item in self.planned if item.key not in done]
-
-    def count(self, fetch: Fetch) -> int:
-        """Answers still to ask."""
-        return len(self.pending(fetch))
-
-    def items(self, fetch: Fetch) -> Iterator[ItemAsk]:
-        """Answers still to ask, in plan order (a personality's items together)."""
-        yield from self.pending(fetch)
-
-
-@dataclass
 class PersonasStage:
     """Turns planned answers into requests and their answers into answer rows."""
 
@@ -102,16 +72,12 @@ class PersonasStage:
             "sample_index": item.sample_index,
         }
         spec = Ask(messages, self.config.params(item.sample_index), "bfi2", read_answer, item.sample_index)
-        try:
-            answer = await ask(spec)
-        except RequestRejected as exc:
-            return row | {"request_id": exc.request_id, "answer": None, "status": "error", "reason": str(exc)[:500]}
-        return row | {
-            "request_id": answer.request_id,
-            "answer": answer.parsed.value if answer.ok else None,
-            "status": "ok" if answer.ok else "parse_failure",
-            "reason": None if answer.ok else answer.reason,
-        }
+        return await ask_outcome(ask, spec, row, ("answer",), answer_value)
+
+
+def answer_value(answer: Answer) -> dict[str, Any]:
+    """The item's answer 1-5 (none if it did not read)."""
+    return {"answer": answer.parsed.value if answer.ok else None}
 
 
 def read_answer(text: str) -> ParsedAnswer:

@@ -7,17 +7,16 @@ caching and journaling are the engine's (tasks/engine/engine.py); priming's own 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from peras.errors import RequestRejected
 from peras.prompting import Personality
-from tasks.engine.spec import Ask, AskFn, ParsedValue
+from tasks.engine.spec import Answer, Ask, AskFn, ParsedValue
+from tasks.engine.stages import ask_outcome
 from tasks.priming.prompt import batch_prompt, build_batch_messages, parse_batch_answer
 
 CONDITIONS = ("HT", "LT")
-Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,36 +64,6 @@ class BatchConfig:
 
 
 @dataclass
-class PrimingPlan:
-    """The planned batches without a stored outcome (the plan of a priming run is small: held whole).
-
-    With `with_failures`, batches whose stored outcome is a failure are planned again (retry_failed).
-    """
-
-    run_id: str
-    planned: list[BatchItem]
-    failures_pending: bool = False
-
-    def with_failures(self) -> PrimingPlan:
-        """The same plan, with the batches whose stored outcome failed (unreadable, refused) to do again."""
-        return replace(self, failures_pending=True)
-
-    def pending(self, fetch: Fetch) -> list[BatchItem]:
-        """The planned batches that have no stored outcome yet (or a failed one, when failures are pending)."""
-        rows = fetch("priming/select_done", {"priming_run_id": self.run_id})
-        done = {tuple(key) for *key, status in rows if not (self.failures_pending and status != "ok")}
-        return [item for item in self.planned if item.key not in done]
-
-    def count(self, fetch: Fetch) -> int:
-        """Batches still to ask."""
-        return len(self.pending(fetch))
-
-    def items(self, fetch: Fetch) -> Iterator[BatchItem]:
-        """Batches still to ask, in plan order (a personality's batches together)."""
-        yield from self.pending(fetch)
-
-
-@dataclass
 class PrimingStage:
     """Turns batches into requests and their answers into batch outcome rows."""
 
@@ -117,17 +86,13 @@ class PrimingStage:
             "condition": item.condition,
             "doc_ids": list(item.doc_ids),
         }
-        try:
-            answer = await ask(Ask(messages, self.config.params(), "batch", batch_parser(item.doc_ids)))
-        except RequestRejected as exc:
-            return row | {"request_id": exc.request_id, "scores": None, "status": "error", "reason": str(exc)[:500]}
-        scores = answer.parsed.value
-        return row | {
-            "request_id": answer.request_id,
-            "scores": list(scores) if answer.ok else None,
-            "status": "ok" if answer.ok else "parse_failure",
-            "reason": None if answer.ok else answer.reason,
-        }
+        spec = Ask(messages, self.config.params(), "batch", batch_parser(item.doc_ids))
+        return await ask_outcome(ask, spec, row, ("scores",), read_scores)
+
+
+def read_scores(answer: Answer) -> dict[str, Any]:
+    """A batch answer's scores in batch order (none if it did not read)."""
+    return {"scores": list(answer.parsed.value) if answer.ok else None}
 
 
 def batch_parser(doc_ids: tuple[str, ...]) -> Callable[[str], ParsedValue]:

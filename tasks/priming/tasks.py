@@ -17,8 +17,9 @@ from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
-from tasks.priming.asking import BatchConfig, BatchItem, PrimingPlan, PrimingStage
+from tasks.priming.asking import BatchConfig, BatchItem, PrimingStage
 from tasks.priming.draws import Pools, planned_frame
 from tasks.priming.prompt import batch_prompt
 
@@ -81,9 +82,9 @@ def register_priming_run(
     return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
-def plan_priming(run: RunIdentity, planned: list[BatchItem]) -> PrimingPlan:
+def plan_priming(run: RunIdentity, planned: list[BatchItem]) -> HeldPlan[BatchItem]:
     """The planned batches; those with a stored outcome are skipped when asked."""
-    return PrimingPlan(run.run_id, planned)
+    return HeldPlan("priming", run.run_id, planned)
 
 
 def priming_stage(config: BatchConfig, personalities: list[Personality], pools: Pools) -> PrimingStage:
