@@ -19,4 +19,5 @@ COMMAND_MODULES = [
     "pairwise",
     "personas",
     "fuse",
+    "evaluate",
 ]

@@ -23,6 +23,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_current
 from tasks.report import charts
+from tasks.report.evaluate import HolesCurve, SystemsRanked, evaluate_figures, read_holes, read_systems_ranked
 from tasks.report.fuse import FuseComparison, fuse_figures, read_fuse_comparisons
 from tasks.report.methods import draw_method_diagrams, method_tables
 from tasks.report.personas import PersonaCheck, persona_figures, read_persona_checks
@@ -52,6 +53,8 @@ FIGURE_NAMES = (
     "kappa-runs-",
     "method-reliability-",
     "personas-",
+    "systems-",
+    "holes-",
     "fuse-",
 )
 # The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
@@ -88,6 +91,8 @@ SECTIONS = (
     "methods",
     "personas",
     "fuse",
+    "systems",
+    "holes",
 )  # the template's figure sections
 
 
@@ -111,6 +116,8 @@ class ReportData:
     persona_checks: list[PersonaCheck] = field(default_factory=list)  # published personas check runs
     fuse_comparisons: list[FuseComparison] = field(default_factory=list)  # published fuse runs (sql/fuse/views)
     fuse_disagreement: pl.DataFrame = field(default_factory=pl.DataFrame)  # fuse_disagreement's rows
+    systems_ranked: list[SystemsRanked] = field(default_factory=list)  # evaluations with LLM qrels (issue 21)
+    holes: list[HolesCurve] = field(default_factory=list)  # holes experiments (issue 21)
 
     @property
     def settings(self) -> list[Setting]:
@@ -161,6 +168,7 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         checks = read_persona_checks(con)
         fuse_comparisons = read_fuse_comparisons(con, collection)
         fuse_disagreement = _view_rows(con, "fuse_disagreement", collection)[0]
+        systems_ranked, holes = read_systems_ranked(con, collection), read_holes(con, collection)
     priming_views = {name: rows for name, rows in priming.items() if rows[1]}
     pairwise_views = {name: rows for name, rows in pairwise.items() if rows[1]}
     return ReportData(
@@ -171,6 +179,8 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         persona_checks=checks,
         fuse_comparisons=fuse_comparisons,
         fuse_disagreement=fuse_disagreement,
+        systems_ranked=systems_ranked,
+        holes=holes,
     )
 
 
@@ -212,6 +222,7 @@ def draw_figures(data: ReportData, figures_dir: Path, personalities: list[str] |
         figures += [Figure("methods", label, title, path) for label, title, path in diagrams]
         figures += [Figure("personas", *drawn) for drawn in persona_figures(data.persona_checks, figures_dir)]
         figures += [Figure("fuse", *drawn) for drawn in fuse_figures(data.fuse_disagreement, figures_dir)]
+        figures += [Figure(*drawn) for drawn in evaluate_figures(data.systems_ranked, data.holes, figures_dir)]
         bar.advance()
     return figures
 
@@ -348,6 +359,8 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "pairwise_tables": [frame_table(name, frame, n) for name, (frame, n) in data.pairwise_views.items()],
         "persona_checks": data.persona_checks,
         "fuse_comparisons": data.fuse_comparisons,
+        "systems_ranked": data.systems_ranked,
+        "holes": data.holes,
         "n_judgments": int(data.runs["n_judgments"].sum()),
         "n_settings": len(data.settings),
     }

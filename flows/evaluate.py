@@ -1,0 +1,151 @@
+"""Evaluate flows: qrels out of LLM labels, systems ranked under human vs LLM qrels, lexical runs built, holes filled.
+
+`export_qrels` writes a judge run's labels as TREC qrels; `evaluate` scores run files with ir_measures under the
+human qrels and the LLM's and compares the rankings (Kendall's tau, Spearman's rho, tau-AP); `build_runs` writes
+bm25s runs over a collection's judged pool; `holes` hides a growing share of the human labels, fills them with LLM
+labels and ranks the systems again. See docs/evaluate.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.judge import judge
+from peras.settings import Settings, load_settings
+from tasks.evaluate.holes import check_shares, fill_experiment, store_holes, summarize_holes
+from tasks.evaluate.tasks import (
+    build_runs,
+    check_collection,
+    export_qrels,
+    load_human_qrels,
+    load_run_labels,
+    make_evaluation,
+    one_qrels,
+    qrels_sets,
+    rank_agreement,
+    read_run_files,
+    runs_dir,
+    score_under,
+    store_evaluation,
+    summarize_evaluation,
+)
+from tasks.publish.tasks import publish_analyst_snapshot
+
+DEFAULT_MEASURES = ["nDCG@10"]
+DEFAULT_SHARES = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+
+
+@flow(name="export-qrels", flow_run_name="export-qrels-{run}", log_prints=True)
+def export_qrels_flow(
+    run: str,
+    output: str,
+    personality: str | None = None,
+    aggregate: str | None = None,
+    fill_from_human: bool = False,
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """A judge run's labels as TREC qrels (one personality's or the majority's), alone or filling the human qrels."""
+    settings = settings or load_settings()
+    labels = load_run_labels(settings, run, cot, confidence_method)
+    human = load_human_qrels(settings, labels.collection_id)
+    llm = one_qrels(labels, personality, aggregate)
+    return export_qrels(human, llm, fill_from_human, Path(output))
+
+
+@flow(name="evaluate", flow_run_name="evaluate-{collection}", log_prints=True)
+def evaluate(
+    run_files: list[str],
+    collection: str,
+    qrels: str = "human",
+    run: str | None = None,
+    personality: str | None = None,
+    aggregate: str | None = None,
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    measures: list[str] | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Score the systems under the human qrels and (qrels a run name, or 'filled' with run) the LLM's; compare.
+
+    With a judge run and no personality or aggregate, every personality gets its own qrels set: which one ranks the
+    systems most like the humans' is the agreement table's order.
+    """
+    settings = settings or load_settings()
+    chosen = measures or DEFAULT_MEASURES
+    human = load_human_qrels(settings, collection)
+    runs = read_run_files(run_files)
+    labels = load_run_labels(settings, run, cot, confidence_method) if run else None
+    sets = qrels_sets(human, check_collection(labels, collection) if labels else None, qrels, personality, aggregate)
+    scores = score_under(runs, sets, chosen)
+    evaluation = make_evaluation(collection, qrels, labels, chosen, runs, scores, rank_agreement(scores))
+    evaluation_id = store_evaluation(settings, evaluation)
+    publish_analyst_snapshot(settings)
+    return summarize_evaluation(evaluation_id, evaluation)
+
+
+@flow(name="build-runs", flow_run_name="build-runs-{collection}", log_prints=True)
+def build_runs_flow(
+    collection: str, output_dir: str | None = None, depth: int = 100, settings: Settings | None = None
+) -> list[str]:
+    """bm25s runs (BM25 at several k1/b, stemmed and not) over the collection's judged pool, as TREC run files."""
+    settings = settings or load_settings()
+    return build_runs(settings, collection, runs_dir(settings, collection, output_dir), depth)
+
+
+@flow(name="holes", flow_run_name="holes-{collection}", log_prints=True)
+def holes(
+    collection: str,
+    run: str | None = None,
+    run_files: list[str] | None = None,
+    personality: str | None = None,
+    aggregate: str | None = None,
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    shares: list[float] | None = None,
+    measures: list[str] | None = None,
+    seed: int = 42,
+    depth: int = 100,
+    backend: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Hide 10%..90% of the human labels (stratified, seeded), fill them with a judge run's labels, rank the systems.
+
+    run: a judge run that labels the collection's pairs (an imported one too); none: the collection is judged now
+    through the judge flow (run 'holes-<collection>', the chosen personality, no CoT, verbalized confidence).
+    run_files: the systems; none: the bm25s runs built over the collection's pool.
+    """
+    settings = settings or load_settings()
+    chosen_shares = check_shares(shares or DEFAULT_SHARES)
+    human = load_human_qrels(settings, collection)
+    if run is None:
+        judged = judge(
+            collection=collection,
+            personalities=[personality or "default"],
+            cot=[False],
+            run_name=f"holes-{collection}",
+            backend=backend,
+            settings=settings,
+        )
+        run = judged["run_name"]
+    labels = check_collection(load_run_labels(settings, run, cot, confidence_method), collection)
+    llm = one_qrels(labels, personality, aggregate)
+    paths = run_files or build_runs(settings, collection, runs_dir(settings, collection, None), depth)
+    systems = read_run_files(paths)
+    result = fill_experiment(
+        human,
+        labels,
+        llm,
+        personality or aggregate or "default",
+        systems,
+        chosen_shares,
+        measures or DEFAULT_MEASURES,
+        seed,
+    )
+    holes_id = store_holes(settings, result)
+    publish_analyst_snapshot(settings)
+    return summarize_holes(holes_id, result)

@@ -1,0 +1,118 @@
+"""Systems scored with ir_measures and the agreement of two rankings of them (Kendall, Spearman, tau-AP).
+
+Runs and qrels are Polars frames: runs [system, query_id, doc_id, rank, score], qrels [query_id, doc_id, relevance].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import ir_measures
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from peras.errors import UsageError
+
+ALL_TOPICS = "all"
+
+
+def parse_measures(names: Sequence[str]) -> list[ir_measures.Measure]:
+    """ir_measures measures from their names ('nDCG@10', 'AP@100', 'P(rel=2)@10'); a bad name is a usage error."""
+    measures = []
+    for name in names:
+        try:
+            measures.append(ir_measures.parse_measure(name))
+        except (ValueError, NameError, SyntaxError, TypeError) as exc:
+            raise UsageError(
+                f"unknown measure {name!r} ({exc}); use ir_measures names such as nDCG@10, AP@100"
+            ) from exc
+    return measures
+
+
+def as_qrels(qrels: pl.DataFrame) -> list[ir_measures.Qrel]:
+    """ir_measures Qrel records of a qrels frame."""
+    return [ir_measures.Qrel(q, d, int(r)) for q, d, r in qrels.select("query_id", "doc_id", "relevance").iter_rows()]
+
+
+def as_run(run: pl.DataFrame) -> list[ir_measures.ScoredDoc]:
+    """ir_measures ScoredDoc records of one system's run."""
+    return [ir_measures.ScoredDoc(q, d, float(s)) for q, d, s in run.select("query_id", "doc_id", "score").iter_rows()]
+
+
+def score_systems(runs: pl.DataFrame, qrels: pl.DataFrame, measures: Sequence[str]) -> pl.DataFrame:
+    """Every system's per-topic and mean ('all') value of each measure: [system, measure, query_id, value].
+
+    Topics without any qrels are left out by ir_measures (as trec_eval does); the mean is ir_measures' aggregate.
+    """
+    parsed = parse_measures(measures)
+    judged = as_qrels(qrels)
+    rows: list[tuple[str, str, str, float]] = []
+    for (system,), run in runs.partition_by("system", as_dict=True, maintain_order=True).items():
+        scored = as_run(run)
+        rows += [
+            (str(system), str(m.measure), m.query_id, float(m.value))
+            for m in ir_measures.iter_calc(parsed, judged, scored)
+        ]
+        means = ir_measures.calc_aggregate(parsed, judged, scored)
+        rows += [(str(system), str(measure), ALL_TOPICS, float(value)) for measure, value in means.items()]
+    schema = {"system": pl.String, "measure": pl.String, "query_id": pl.String, "value": pl.Float64}
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def tau_ap(reference: Sequence[float], estimate: Sequence[float]) -> float:
+    """tau-AP (Yilmaz, Aslam, Robertson, SIGIR 2008) of `estimate` against `reference` (higher = ranked first).
+
+    tau_AP = 2/(n-1) * sum over i=2..n of C(i)/(i-1) - 1, systems taken in the estimate's order; C(i): how many
+    of the i-1 systems above system i in the estimate are also above it in the reference (a tie there counts
+    half). Ties in the estimate are broken by the order given. Not symmetric: a swap near the estimate's top costs
+    more than one near its bottom.
+    """
+    ref = np.asarray(reference, dtype=float)
+    est = np.asarray(estimate, dtype=float)
+    n = len(ref)
+    if n < 2:
+        return math.nan
+    order = np.argsort(-est, kind="stable")
+    total = 0.0
+    for i in range(1, n):
+        above = ref[order[:i]]
+        mine = ref[order[i]]
+        total += (np.sum(above > mine) + 0.5 * np.sum(above == mine)) / i
+    return float(2.0 * total / (n - 1) - 1.0)
+
+
+def agreement(reference: Sequence[float], estimate: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    """(Kendall's tau-b, Spearman's rho, tau-AP) of two score lists over the same systems; None where undefined."""
+    if len(reference) < 2 or len(set(reference)) < 2 or len(set(estimate)) < 2:
+        return None, None, None  # a constant ranking has no correlation (scipy would warn and give NaN)
+    tau = stats.kendalltau(reference, estimate).statistic
+    rho = stats.spearmanr(reference, estimate).statistic
+    ap = tau_ap(reference, estimate)
+    return tuple(None if v is None or math.isnan(v) else float(v) for v in (tau, rho, ap))  # type: ignore[return-value]
+
+
+def compare_rankings(scores: pl.DataFrame, reference: str = "human") -> pl.DataFrame:
+    """Agreement of every qrels set's ranking of the systems with the reference's, overall and per topic.
+
+    scores: [qrels_name, system, measure, query_id, value]; returns [qrels_name, measure, query_id, n_systems,
+    kendall_tau, spearman_rho, tau_ap]. Per topic, only systems scored under both qrels on that topic count.
+    """
+    ref = scores.filter(pl.col("qrels_name") == reference).select("system", "measure", "query_id", ref="value")
+    other = scores.filter(pl.col("qrels_name") != reference)
+    joined = other.join(ref, on=["system", "measure", "query_id"], how="inner").sort("system")
+    rows = []
+    for (name, measure, query_id), group in joined.group_by(["qrels_name", "measure", "query_id"], maintain_order=True):
+        tau, rho, ap = agreement(group["ref"].to_list(), group["value"].to_list())
+        rows.append((name, measure, query_id, group.height, tau, rho, ap))
+    schema = {
+        "qrels_name": pl.String,
+        "measure": pl.String,
+        "query_id": pl.String,
+        "n_systems": pl.Int32,
+        "kendall_tau": pl.Float64,
+        "spearman_rho": pl.Float64,
+        "tau_ap": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort("qrels_name", "measure", "query_id")

@@ -1,0 +1,264 @@
+"""Evaluate tasks: qrels from the warehouse (human, a judge run's LLM labels, filled), runs read or built, systems
+scored with ir_measures, rankings compared, results stored (sql/evaluate/).
+
+The measures and correlations are in tasks/evaluate/ranking.py, the qrels logic in tasks/evaluate/qrels.py, the
+bm25s builder in tasks/evaluate/builder.py, the hole-filling experiment in tasks/evaluate/holes.py.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from peras.errors import UsageError
+from peras.settings import Settings
+from peras.sql import query_frame, run_sql
+from peras.warehouse import now, open_migrated, transaction
+from tasks.evaluate.builder import CONFIGS, build_run, write_run
+from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, write_qrels
+from tasks.evaluate.ranking import ALL_TOPICS, compare_rankings, score_systems
+from tasks.ingest.run_files import read_run_lines
+
+HUMAN = "human"
+
+
+@dataclass(frozen=True)
+class RunLabels:
+    """One judge run's labels under one CoT setting and confidence method, every personality's."""
+
+    run_id: str
+    run_name: str
+    collection_id: str
+    cot: bool
+    confidence_method: str
+    labels: pl.DataFrame  # [query_id, doc_id, personality, label, confidence]
+
+
+@task(cache_policy=NO_CACHE)
+def load_human_qrels(settings: Settings, collection_id: str) -> pl.DataFrame:
+    """The collection's human qrels [query_id, doc_id, relevance]; a collection not ingested is a usage error."""
+    with open_migrated(settings.warehouse) as con:
+        if not run_sql(con, "evaluate/select_collection", {"collection_id": collection_id}).fetchall()[0][0]:
+            raise UsageError(
+                f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`"
+            )
+        return query_frame(con, "evaluate/select_human_qrels", {"collection_id": collection_id})
+
+
+@task(cache_policy=NO_CACHE)
+def load_run_labels(settings: Settings, run_name: str, cot: bool | None, method: str | None) -> RunLabels:
+    """A published judge run's labels; CoT setting and confidence method are needed only when the run has several."""
+    with open_migrated(settings.warehouse) as con:
+        found = run_sql(con, "evaluate/select_judge_run", {"run_name": run_name}).fetchall()
+        if not found:
+            raise UsageError(f"no judge run named {run_name!r} (see `peras runs`)")
+        run_id, collection_id, status = found[0]
+        if status != "published":
+            raise UsageError(f"judge run {run_name!r} is {status}, not published: finish it with `peras judge` first")
+        groups = query_frame(con, "evaluate/select_run_groups", {"run_id": run_id})
+        cot, method = choose_group(run_name, groups, cot, method)
+        params = {"run_id": run_id, "cot": cot, "confidence_method": method}
+        labels = query_frame(con, "evaluate/select_run_labels", params)
+    return RunLabels(run_id, run_name, collection_id, cot, method, labels)
+
+
+def choose_group(run_name: str, groups: pl.DataFrame, cot: bool | None, method: str | None) -> tuple[bool, str]:
+    """The (CoT, method) group asked for, or the run's only one; otherwise say which to pick."""
+    chosen = groups
+    if cot is not None:
+        chosen = chosen.filter(pl.col("cot") == cot)
+    if method is not None:
+        chosen = chosen.filter(pl.col("confidence_method") == method)
+    if chosen.height == 1:
+        return bool(chosen["cot"][0]), str(chosen["confidence_method"][0])
+    have = ", ".join(f"{'--cot' if c else '--no-cot'} --confidence-method {m}" for c, m, *_ in groups.iter_rows())
+    raise UsageError(
+        f"judge run {run_name!r} has {'no' if chosen.is_empty() else 'several'} such label groups; pick one of: {have}"
+    )
+
+
+def llm_qrels(labels: RunLabels, personality: str | None, aggregate: str | None) -> dict[str, pl.DataFrame]:
+    """Qrels made of the run's labels, by name: one personality's, the majority's, or (neither given) each one's."""
+    if aggregate is not None and aggregate != MAJORITY:
+        raise UsageError(
+            f"--aggregate {aggregate}: no stored per-pair {aggregate} labels in this warehouse "
+            f"(the {aggregate} stage stores none yet); use --aggregate majority or --personality"
+        )
+    if aggregate == MAJORITY:
+        return {MAJORITY: majority_labels(labels.labels)}
+    names = [personality] if personality else sorted(labels.labels["personality"].unique().to_list())
+    return {name: personality_labels(labels.labels, name) for name in names}
+
+
+@task(cache_policy=NO_CACHE)
+def qrels_sets(
+    human: pl.DataFrame, labels: RunLabels | None, source: str, personality: str | None, aggregate: str | None
+) -> dict[str, pl.DataFrame]:
+    """The human qrels and, for source 'llm' or 'filled', one qrels set per personality (or the aggregate's)."""
+    if labels is None:
+        return {HUMAN: human}
+    made = llm_qrels(labels, personality, aggregate)
+    if source == "filled":
+        made = {name: fill_holes(human, q) for name, q in made.items()}
+    return {HUMAN: human} | made
+
+
+def one_qrels(labels: RunLabels, personality: str | None, aggregate: str | None) -> pl.DataFrame:
+    """One qrels set from the run's labels: the aggregate's, or one personality's ('default' when none is named)."""
+    if personality is not None and aggregate is not None:
+        raise UsageError("give --personality or --aggregate, not both")
+    return next(iter(llm_qrels(labels, personality or (None if aggregate else "default"), aggregate).values()))
+
+
+def make_evaluation(
+    collection_id: str,
+    source: str,
+    labels: RunLabels | None,
+    measures: list[str],
+    runs: pl.DataFrame,
+    scores: pl.DataFrame,
+    agreement: pl.DataFrame,
+) -> Evaluation:
+    """What one `peras evaluate` call stores."""
+    run_id = labels.run_id if labels else None
+    return Evaluation(collection_id, source, run_id, measures, system_sources(runs), scores, agreement)
+
+
+def check_collection(labels: RunLabels, collection_id: str) -> RunLabels:
+    """A judge run's labels are used only on the collection it judged."""
+    if labels.collection_id != collection_id:
+        raise UsageError(
+            f"judge run {labels.run_name!r} judged collection {labels.collection_id!r}, not {collection_id!r}"
+        )
+    return labels
+
+
+@task(cache_policy=NO_CACHE)
+def export_qrels(human: pl.DataFrame, llm: pl.DataFrame, fill_from_human: bool, output: Path) -> dict[str, Any]:
+    """Write the qrels file and its confidences; LLM labels alone, or filling the human qrels' holes."""
+    qrels = fill_holes(human, llm) if fill_from_human else llm.with_columns(source=pl.lit("llm"))
+    write_qrels(qrels, output)
+    n_llm = qrels.filter(pl.col("source") == "llm").height
+    return {"output": str(output), "n_pairs": qrels.height, "n_llm": n_llm, "n_human": qrels.height - n_llm}
+
+
+@task(cache_policy=NO_CACHE)
+def read_run_files(paths: list[str]) -> pl.DataFrame:
+    """TREC run files (gz too) as one frame [system, query_id, doc_id, rank, score, source]; tag = system."""
+    missing = [path for path in paths if not Path(path).is_file()]
+    if missing:
+        raise UsageError(f"run file {missing[0]} does not exist")
+    return read_run_lines([Path(path) for path in paths]).drop("line").rename({"file": "source"})
+
+
+def system_sources(runs: pl.DataFrame) -> dict[str, str]:
+    """{system: the run file it came from}."""
+    return dict(runs.select("system", "source").unique("system").sort("system").iter_rows())
+
+
+def runs_dir(settings: Settings, collection_id: str, output_dir: str | None) -> Path:
+    """Where built runs go: the directory given, else runs/<collection> beside the warehouse."""
+    return Path(output_dir) if output_dir else settings.warehouse.parent / "runs" / collection_id
+
+
+@task(cache_policy=NO_CACHE)
+def build_runs(settings: Settings, collection_id: str, output_dir: Path, depth: int) -> list[str]:
+    """Every bm25s configuration's run over the collection's judged pool, written as <output_dir>/<system>.run."""
+    with open_migrated(settings.warehouse) as con:
+        topics = query_frame(con, "evaluate/select_topics", {"collection_id": collection_id})
+        pool = query_frame(con, "evaluate/select_pool", {"collection_id": collection_id})
+    if topics.is_empty():
+        raise UsageError(f"collection {collection_id!r} has no judged topics: run `peras ingest {collection_id}`")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    return [str(write_run(build_run(c, topics, pool, depth), output_dir / f"{c.system}.run")) for c in CONFIGS]
+
+
+@task(cache_policy=NO_CACHE)
+def score_under(runs: pl.DataFrame, qrels: dict[str, pl.DataFrame], measures: list[str]) -> pl.DataFrame:
+    """Every system scored under every qrels set: [qrels_name, system, measure, query_id, value]."""
+    if runs.is_empty():
+        raise UsageError("the run files hold no ranked passages")
+    frames = [
+        score_systems(runs, q, measures).select(pl.lit(name).alias("qrels_name"), pl.all()) for name, q in qrels.items()
+    ]
+    return pl.concat(frames)
+
+
+@task(cache_policy=NO_CACHE)
+def rank_agreement(scores: pl.DataFrame) -> pl.DataFrame:
+    """Every non-human qrels set's ranking against the human one, overall and per topic (ranking.compare_rankings)."""
+    return compare_rankings(scores)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What an evaluation stores: where, which qrels, which systems, and the scores and agreements."""
+
+    collection_id: str
+    qrels_source: str
+    judge_run_id: str | None
+    measures: list[str]
+    systems: dict[str, str]
+    scores: pl.DataFrame
+    agreement: pl.DataFrame
+    holes_id: str | None = None
+
+    def with_holes(self, holes_id: str) -> Evaluation:
+        """The same evaluation, as one share of a holes experiment."""
+        return replace(self, holes_id=holes_id)
+
+
+def insert_evaluation(con: Any, evaluation: Evaluation) -> str:
+    """Insert one evaluation inside the caller's transaction; return its id."""
+    evaluation_id = str(uuid.uuid4())
+    con.register("eval_new_scores", evaluation.scores.to_arrow())
+    con.register("eval_new_agreement", evaluation.agreement.to_arrow())
+    record = {
+        "evaluation_id": evaluation_id,
+        "collection_id": evaluation.collection_id,
+        "qrels_source": evaluation.qrels_source,
+        "judge_run_id": evaluation.judge_run_id,
+        "holes_id": evaluation.holes_id,
+        "measures": json.dumps(evaluation.measures),
+        "systems": json.dumps(evaluation.systems),
+        "created_at": now(),
+    }
+    run_sql(con, "evaluate/insert_evaluation", record)
+    con.unregister("eval_new_scores")
+    con.unregister("eval_new_agreement")
+    return evaluation_id
+
+
+@task(cache_policy=NO_CACHE)
+def store_evaluation(settings: Settings, evaluation: Evaluation) -> str:
+    """Publish one evaluation (its scores and agreements) in one transaction."""
+    with open_migrated(settings.warehouse) as con, transaction(con):
+        return insert_evaluation(con, evaluation)
+
+
+def summarize_evaluation(evaluation_id: str, evaluation: Evaluation) -> dict[str, Any]:
+    """Mean scores per qrels set and system, and each qrels set's agreement with the human ranking."""
+    means = evaluation.scores.filter(pl.col("query_id") == ALL_TOPICS).drop("query_id")
+    agreement = evaluation.agreement.filter(pl.col("query_id") == ALL_TOPICS).drop("query_id")
+    per_topic = (
+        evaluation.agreement.filter(pl.col("query_id") != ALL_TOPICS)
+        .group_by("qrels_name", "measure")
+        .agg(mean_topic_tau=pl.col("kendall_tau").mean())
+    )
+    agreement = agreement.join(per_topic, on=["qrels_name", "measure"], how="left").sort(
+        "measure", "kendall_tau", descending=[False, True], nulls_last=True
+    )
+    return {
+        "evaluation_id": evaluation_id,
+        "collection_id": evaluation.collection_id,
+        "qrels_source": evaluation.qrels_source,
+        "scores": means.sort("qrels_name", "measure", "system").to_dicts(),
+        "agreement": agreement.to_dicts(),
+    }

@@ -1,0 +1,210 @@
+"""Issue 21: `peras export-qrels`, `peras evaluate`, `peras build-runs` through the real CLI.
+
+A scripted judge labels the sample (default: the human grade, HA: its opposite); runs built with bm25s on the real
+DL19 files are scored exactly as ir_measures scores them directly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import ir_measures
+import polars as pl
+import pytest
+
+from flows.ingest import ingest
+from flows.judge import judge
+from peras.paths import PROJECT_ROOT
+from peras.prompting import select_personalities
+from tasks.evaluate.qrels import fill_holes, hidden_at, hide_labels
+from tests.helpers import run_cli
+from tests.support.fake_openai import FakeOpenAI
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = PROJECT_ROOT / "peras" / "data" / "sample"
+HA = select_personalities(["HA"])[0].instruction
+
+
+def sample_qrels() -> dict[tuple[str, str], int]:
+    """(query_id, doc_id) -> grade of the shipped sample."""
+    lines = (SAMPLE / "qrels.txt").read_text().splitlines()
+    return {(f[0], f[2]): int(f[3]) for f in (line.split() for line in lines)}
+
+
+def sample_texts() -> dict[str, str]:
+    """passage text -> doc_id."""
+    records = [json.loads(line) for line in (SAMPLE / "passages.jsonl").read_text().splitlines()]
+    return {r["doc"]: r["docid"] for r in records}
+
+
+QRELS = sample_qrels()
+GRADE_OF_DOC = {doc: grade for (_, doc), grade in QRELS.items()}
+TEXTS = sample_texts()
+
+
+def scripted(request: dict) -> str:
+    """default answers the human grade, HA its opposite (3 - grade); every confidence is 90."""
+    content = str(request["messages"])
+    if "relevance score is" in content:
+        return "90"
+    grade = next(GRADE_OF_DOC[doc] for text, doc in TEXTS.items() if text in content)
+    return str(3 - grade if HA in content else grade)
+
+
+@pytest.fixture
+def judged(settings, tmp_path, monkeypatch):
+    """The sample judged by the scripted judge under default and HA, no CoT, verbalized confidence."""
+    monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
+    ingest(preset="sample", settings=settings)
+    with FakeOpenAI(scripted) as server:
+        settings.base_urls = [server.base_url]
+        settings.model = "fake-model"
+        judge(collection="sample", personalities=["default", "HA"], cot=[False], run_name="scripted", settings=settings)
+    return settings
+
+
+def write_runs(path: Path) -> Path:
+    """Three systems over the sample: best passages first, worst first, and by doc_id."""
+    lines = []
+    orders = {
+        "perfect": lambda item: (-item[1], item[0]),
+        "reversed": lambda item: (item[1], item[0]),
+        "by-id": lambda item: (0, item[0]),
+    }
+    for system, key in orders.items():
+        for query_id in sorted({q for q, _ in QRELS}):
+            docs = sorted(((d, g) for (q, d), g in QRELS.items() if q == query_id), key=key)
+            lines += [f"{query_id} Q0 {d} {i} {100 - i} {system}" for i, (d, _) in enumerate(docs, start=1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def cli(capsys, settings, *args: str):
+    return run_cli(capsys, *args, "--warehouse", str(settings.warehouse))
+
+
+def stored(settings, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(settings.warehouse), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_export_of_a_judged_run_equals_its_stored_labels(judged, tmp_path, capsys):
+    out = tmp_path / "ha.qrels"
+    result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--personality", "HA", "--output", str(out))
+    assert result.exit_code == 0, result.err
+    assert result.out == f"{out}: 40 pairs (40 LLM labels, 0 human); confidences in {out}.confidence.tsv\n"
+    labels = stored(judged, "select query_id, doc_id, label from judgments where personality = 'HA' order by 1, 2")
+    assert [tuple(line.split()) for line in out.read_text().splitlines()] == [(q, "0", d, str(v)) for q, d, v in labels]
+    # round trip through ir_measures' reader
+    assert {(q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(str(out))} == set(labels)
+    assert {(q, d, v) for (q, d), v in ((k, 3 - g) for k, g in QRELS.items())} == set(labels)
+    side = pl.read_csv(f"{out}.confidence.tsv", separator="\t", schema_overrides={"query_id": pl.String})
+    assert side.columns == ["query_id", "doc_id", "relevance", "confidence", "source"]
+    assert (side.height, set(side["confidence"]), set(side["source"])) == (40, {90.0}, {"llm"})
+
+
+def test_majority_export_breaks_ties_to_the_lower_label(judged, tmp_path, capsys):
+    out = tmp_path / "majority.qrels"
+    result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "majority", "--output", str(out))
+    assert result.exit_code == 0, result.err
+    # default says g, HA says 3 - g, both at 90: a tie every time, won by the lower label
+    expected = {(q, d, min(g, 3 - g)) for (q, d), g in QRELS.items()}
+    assert {(q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(str(out))} == expected
+
+
+def test_unavailable_aggregates_and_runs_are_usage_errors(judged, tmp_path, capsys):
+    out = str(tmp_path / "x.qrels")
+    result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "fuser", "--output", out)
+    assert result.exit_code == 2
+    assert "no stored per-pair fuser labels" in result.err
+    result = cli(capsys, judged, "export-qrels", "--run", "nope", "--output", out)
+    assert (result.exit_code, "no judge run named 'nope'" in result.err) == (2, True)
+    assert not Path(out).exists()
+
+
+def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp_path, capsys):
+    runs = write_runs(tmp_path / "three.run")
+    result = cli(capsys, judged, "evaluate", str(runs), "--collection", "sample", "--qrels", "scripted",
+                 "--measure", "nDCG@10", "--measure", "P(rel=2)@3", "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.err
+    summary = json.loads(result.out)
+    qrels = {(q.query_id, q.doc_id): q.relevance for q in ir_measures.read_trec_qrels(str(SAMPLE / "qrels.txt"))}
+    direct = ir_measures.calc_aggregate(
+        [ir_measures.parse_measure("nDCG@10")], qrels_records(qrels), list(ir_measures.read_trec_run(str(runs)))
+    )
+    assert direct  # the three systems together; per system below
+    human = {
+        r["system"]: r["value"] for r in summary["scores"] if r["qrels_name"] == "human" and r["measure"] == "nDCG@10"
+    }
+    assert human["perfect"] == 1.0
+    assert human["perfect"] > human["by-id"] > human["reversed"]
+    agreement = [(r["qrels_name"], r["measure"], r["kendall_tau"], r["tau_ap"]) for r in summary["agreement"]]
+    assert agreement == [
+        ("default", "P(rel=2)@3", 1.0, 1.0), ("HA", "P(rel=2)@3", -1.0, -1.0),
+        ("default", "nDCG@10", 1.0, 1.0), ("HA", "nDCG@10", -1.0, -1.0),
+    ]  # fmt: skip
+    best = stored(judged, "select qrels_name from rank_agreement_summary where measure = 'nDCG@10' and tau_rank = 1")
+    assert best == [("default",)]
+    assert stored(judged, "select count(*) from system_scores") == [
+        (3 * 3 * 2 * 6,)
+    ]  # qrels x systems x measures x (5 topics + all)
+
+
+def qrels_records(qrels: dict[tuple[str, str], int]) -> list[ir_measures.Qrel]:
+    return [ir_measures.Qrel(q, d, r) for (q, d), r in qrels.items()]
+
+
+def test_fill_keeps_human_labels_and_fills_the_rest():
+    human = pl.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [3, 0]})
+    llm = pl.DataFrame({"query_id": ["1", "1"], "doc_id": ["b", "c"], "relevance": [2, 1], "confidence": [80.0, 70.0]})
+    filled = fill_holes(human, llm)
+    assert filled.rows() == [("1", "a", 3, None, "human"), ("1", "b", 0, None, "human"), ("1", "c", 1, 70.0, "llm")]
+
+
+def test_hiding_is_stratified_seeded_and_nested():
+    qrels = pl.DataFrame(
+        {"query_id": [str(i % 5) for i in range(40)], "doc_id": [f"d{i}" for i in range(40)],
+         "relevance": [i % 4 for i in range(40)]}
+    )  # fmt: skip
+    order = hide_labels(qrels, seed=3)
+    at = {share: hidden_at(order, share) for share in (0.1, 0.3, 0.9)}
+    assert [frame["relevance"].value_counts().sort("relevance")["count"].to_list() for frame in at.values()] == [
+        [1, 1, 1, 1],
+        [3, 3, 3, 3],
+        [9, 9, 9, 9],
+    ]
+    pairs = {share: set(frame["doc_id"]) for share, frame in at.items()}
+    assert pairs[0.1] < pairs[0.3] < pairs[0.9]
+    assert hide_labels(qrels, seed=3).equals(order) and not hide_labels(qrels, seed=4).equals(order)
+
+
+def test_built_dl19_runs_score_as_ir_measures_scores_them(settings, shared_data, tmp_path, capsys):
+    ingest(preset="dl19", settings=settings)
+    out = tmp_path / "runs"
+    result = cli(capsys, settings, "build-runs", "--collection", "dl19", "--output-dir", str(out))
+    assert result.exit_code == 0, result.err
+    files = sorted(out.glob("*.run"))
+    assert len(files) == 11 and result.out.splitlines() == [str(out / f"{name}.run") for name in builtin_systems()]
+    assert {len(f.read_text().splitlines()) for f in files} == {43 * 100}
+    result = cli(capsys, settings, "evaluate", *map(str, files), "--collection", "dl19",
+                 "--measure", "nDCG@10", "--measure", "AP@100", "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.err
+    got = {(r["system"], r["measure"]): r["value"] for r in json.loads(result.out)["scores"]}
+    qrels = list(ir_measures.read_trec_qrels(str(shared_data / "dl19" / "2019qrels-pass.txt")))
+    measures = [ir_measures.parse_measure("nDCG@10"), ir_measures.parse_measure("AP@100")]
+    for path in files:
+        direct = ir_measures.calc_aggregate(measures, qrels, list(ir_measures.read_trec_run(str(path))))
+        assert {m: got[(path.stem, str(m))] for m in ["nDCG@10", "AP@100"]} == {str(k): v for k, v in direct.items()}
+    assert round(got[("bm25-lucene-k0.9-b0.4-stem", "nDCG@10")], 4) == 0.4533
+
+
+def builtin_systems() -> list[str]:
+    from tasks.evaluate.builder import CONFIGS
+
+    return [c.system for c in CONFIGS]
