@@ -191,18 +191,7 @@ metrics as (
 
 final as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
-        groups.n_judgments,
-        groups.n_label_failures,
-        groups.n_scored,
+        groups.* exclude (n_confidence_missing, n_scored_confidence),
         metrics.accuracy::double as accuracy,
         metrics.cohen_kappa::double as cohen_kappa,
         metrics.qwk::double as qwk,

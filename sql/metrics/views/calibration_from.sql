@@ -120,19 +120,7 @@ scores as (
 
 final as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
-        groups.n_judgments,
-        groups.n_label_failures,
-        groups.n_confidence_missing,
-        groups.n_scored_confidence,
+        groups.* exclude (n_scored),
         scores.accuracy::double as accuracy,
         scores.mean_p::double as mean_p,
         ece.ece::double as ece,

@@ -32,19 +32,7 @@ sides as (
 
 final as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
-        groups.n_judgments,
-        groups.n_label_failures,
-        groups.n_confidence_missing,
-        groups.n_scored_confidence,
+        groups.* exclude (n_scored),
         threshold::double as threshold,
         (sides.n_correct / sides.n)::double as accuracy_all,
         sides.n_confident::bigint as n_confident,

@@ -52,19 +52,7 @@ ratios as (
 
 final as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
-        groups.n_judgments,
-        groups.n_label_failures,
-        groups.n_confidence_missing,
-        groups.n_scored_confidence,
+        groups.* exclude (n_scored),
         ratios.n_correct::bigint as n_correct,
         ratios.n_incorrect::bigint as n_incorrect,
         ratios.overconfidence::double as overconfidence,

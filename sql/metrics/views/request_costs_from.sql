@@ -72,16 +72,7 @@ sums as (
 
 final as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
-        groups.n_judgments::bigint as n_judgments,
+        groups.*,
         coalesce(sums.n_requests, 0)::bigint as n_requests,
         coalesce(sums.n_requests_without_tokens, 0)::bigint as n_requests_without_tokens,
         coalesce(sums.prompt_tokens, 0)::bigint as prompt_tokens,
