@@ -241,3 +241,20 @@ def test_the_report_shows_the_heatmap_and_the_verdicts(settings, tmp_path):
     verdicts = re.findall(r"<tr><td>(\w+)</td><td>([\w ]+)</td>.*?<td>(pass|FAIL)</td></tr>", section)
     assert len(verdicts) == 10
     assert [v for v in verdicts if v[2] == "FAIL"] == [("Agreeableness", "high vs default", "FAIL")]
+
+
+def test_a_failure_asked_again_is_replaced_and_kept_in_history(settings):
+    with FakeOpenAI(unreadable_twice) as server:
+        first = personas_check(samples=2, settings=use(settings, server))
+    with FakeOpenAI(lambda request: "3") as fixed:
+        again = personas_check(samples=2, retry_failed=True, settings=use(settings, fixed))
+        asked_now = sorted(asked(r.body) for r in fixed.requests if r.body)
+    assert (first["n_failures"], again["n_failures"]) == (1, 0)
+    assert asked_now == [("HA", 1, 0)]  # only the stored failure is asked again
+    assert rows(settings, "select answer, status from persona_answers where personality = 'HA' and item_id = 1 "
+                "and sample_index = 0") == [(3, "ok")]  # fmt: skip
+    history = rows(settings, "select personality, item_id, sample_index, answer, status, reason, why "
+                   "from persona_answer_history")  # fmt: skip
+    assert history == [
+        ("HA", 1, 0, None, "parse_failure", "not a single number 1-5: 'I agree.'", "failure asked again")
+    ]
