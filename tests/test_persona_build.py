@@ -145,6 +145,14 @@ def test_keywords_are_read_from_lists_and_lines(answer, keywords):
             "judge something, you go with your gut.\n\nNote: adjust the tone as needed.",
             "You are an outgoing, energetic person. When you judge something, you go with your gut.",
         ),
+        # as the embedded 0.5B model wrote one: rules around a labelled prompt, bold bullets, an afterword
+        (
+            "Certainly! Here's a prompt that mimics a person with High Openness:\n\n---\n\n**Prompt:**\n"
+            '"Please make judgments and decisions. What will you do next?"\n\n**Emphasis on High Openness:**\n'
+            "- **Creativity:** think outside the box.\n\n---\n\nThis prompt provides a clear, engaging way.",
+            '"Please make judgments and decisions. What will you do next?"\n\nEmphasis on High Openness:\n'
+            "- Creativity: think outside the box.",
+        ),
         # no wrapping at all: the answer is the instruction (two paragraphs kept)
         (
             "Imagine you are a calm, secure person.\n\nWhen you make decisions, you stay composed under pressure.",
@@ -166,15 +174,20 @@ def test_an_answer_without_an_instruction_is_unreadable():
 def test_a_failing_condition_is_rebuilt_and_its_rounds_recorded(settings):
     with FakeOpenAI(scripted(failing="HA")) as server:
         summary = personas_build(
-            "mine", max_rounds=3, check_samples=4, items_per_domain=2, settings=use(settings, server)
+            "mine",
+            ["HA", "LA", "HO"],
+            max_rounds=3,
+            check_samples=4,
+            items_per_domain=2,
+            settings=use(settings, server),
         )
         steps = [r.body["messages"][0]["content"] for r in server.requests if r.body]
     rounds = {r["condition"]: r["rounds"] for r in summary["conditions"]}
-    assert rounds == {"HA": 2, "LA": 1, "HC": 1, "LC": 1, "HE": 1, "LE": 1, "HN": 1, "LN": 1, "HO": 1, "LO": 1}
+    assert rounds == {"HA": 2, "LA": 1, "HO": 1}
     assert all(r["is_faithful"] for r in summary["conditions"])
     assert (summary["personality_set"], summary["model"]) == ("mine@1", "fake-model")
-    assert sum(1 for s in steps if STEP_1.match(s)) == 11  # ten conditions, HA twice
-    assert sum(1 for s in steps if STEP_2.match(s)) == 11
+    assert sum(1 for s in steps if STEP_1.match(s)) == 4  # three conditions, HA twice
+    assert sum(1 for s in steps if STEP_2.match(s)) == 4
     assert rows(settings, "select status from persona_sets") == [("published",)]
     assert rows(
         settings,
@@ -210,14 +223,14 @@ def test_a_built_set_judges_end_to_end_and_exports(sample, capsys, tmp_path):
     warehouse = str(sample.warehouse)
     with FakeOpenAI(scripted(failing=None)) as server:
         endpoint = ["--base-url", server.base_url, "--model", "fake-model", "--warehouse", warehouse]
-        built = run_cli(capsys, "personas", "build", "mine", "--max-rounds", "1", "--check-samples", "4",
-                        "--items-per-domain", "2", *endpoint)  # fmt: skip
+        built = run_cli(capsys, "personas", "build", "mine", "--condition", "HO", "--condition", "LO",
+                        "--max-rounds", "1", "--check-samples", "4", "--items-per-domain", "2", *endpoint)  # fmt: skip
         assert built.exit_code == 0, built.err
-        assert "set mine@1: 10 of 10 conditions faithful; model fake-model" in built.out
+        assert built.out.splitlines()[-1] == "set mine@1: 2 of 2 conditions faithful; model fake-model"
         judged = run_cli(capsys, "judge", "sample", "--personality-set", "mine", "--cot", "without",
                          "--limit-pairs", "4", *endpoint)  # fmt: skip
         assert judged.exit_code == 0, judged.err
-    assert rows(sample, "select count(*), count(distinct personality) from judgments") == [(44, 11)]
+    assert rows(sample, "select count(*), count(distinct personality) from judgments") == [(12, 3)]
     assert rows(sample, "select instruction from personalities where personality = 'mine-v1-LO'") == [
         ("You are a person with Low Openness (sample 43). Judge and decide as such a person would, in every answer "
          "you give.",)
@@ -226,9 +239,7 @@ def test_a_built_set_judges_end_to_end_and_exports(sample, capsys, tmp_path):
         capsys, "personas", "export", "mine", "--output", str(tmp_path / "out"), "--warehouse", warehouse
     )
     assert exported.exit_code == 0, exported.err
-    assert exported.out == f"10 personality files written to {tmp_path / 'out'}\n"
+    assert exported.out == f"2 personality files written to {tmp_path / 'out'}\n"
     user = load_personalities(tmp_path / "out")[11:]
-    assert [(p.code, p.trait, p.pole) for p in user][:2] == [("mine-v1-HA", "Agreeableness", "high"),
-                                                          ("mine-v1-HC", "Conscientiousness", "high")]  # fmt: skip
-    assert len(user) == 10
-
+    assert [(p.code, p.trait, p.pole) for p in user] == [("mine-v1-HO", "Openness", "high"),
+                                                      ("mine-v1-LO", "Openness", "low")]  # fmt: skip

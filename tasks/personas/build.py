@@ -9,7 +9,7 @@ are the engine's (tasks/engine/engine.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +18,6 @@ from peras.prompting import load_prompt
 from tasks.engine.spec import Answer, Ask, AskFn
 from tasks.personas.build_text import parse_instruction, parse_keywords
 
-Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
-
 
 @dataclass(frozen=True, slots=True)
 class BuildAsk:
@@ -27,6 +25,11 @@ class BuildAsk:
 
     condition: str
     round: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """What identifies the build within a set (sql/persona_sets/select_done.sql)."""
+        return (self.condition, self.round)
 
 
 @dataclass(frozen=True)
@@ -45,29 +48,6 @@ class BuildConfig:
     def step_params(self, step: str, round_no: int) -> dict[str, Any]:
         """A step's request parameters in a round: the prompt's sampling, seed + round."""
         return load_prompt(step).sampling | {"seed": self.seed + round_no}
-
-
-@dataclass
-class BuildPlan:
-    """The conditions of one round that have no stored build yet."""
-
-    set_id: str
-    asks: list[BuildAsk]
-
-    def pending(self, fetch: Fetch) -> list[BuildAsk]:
-        """The round's conditions without a stored build."""
-        done = {
-            (condition, round_no) for condition, round_no in fetch("persona_sets/select_done", {"set_id": self.set_id})
-        }
-        return [ask for ask in self.asks if (ask.condition, ask.round) not in done]
-
-    def count(self, fetch: Fetch) -> int:
-        """Builds still to ask."""
-        return len(self.pending(fetch))
-
-    def items(self, fetch: Fetch) -> Iterator[BuildAsk]:
-        """Builds still to ask."""
-        yield from self.pending(fetch)
 
 
 @dataclass

@@ -27,7 +27,8 @@ from peras.sql import query_frame, run_sql
 from peras.warehouse import connect, now, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
-from tasks.personas.build import BuildAsk, BuildConfig, BuildPlan, BuildStage
+from tasks.engine.stages import HeldPlan
+from tasks.personas.build import BuildAsk, BuildConfig, BuildStage
 
 BUILTIN = "builtin"
 CONDITIONS = CANONICAL_ORDER[1:]  # the ten conditions; default has no instruction to build
@@ -108,13 +109,13 @@ def register_build(settings: Settings, warehouse_id: str, set_name: str, config:
 
 
 @task(cache_policy=NO_CACHE)
-def plan_round(settings: Settings, build: RunIdentity, config: BuildConfig, round_no: int) -> BuildPlan | None:
+def plan_round(settings: Settings, build: RunIdentity, config: BuildConfig, round_no: int) -> HeldPlan[BuildAsk] | None:
     """The conditions to build in this round (those without a faithful candidate); None when there are none."""
     params = {"set_id": build.run_id, "conditions": list(config.conditions)}
     with connect(settings.warehouse, read_only=True) as con:
         pending = {row[0] for row in run_sql(con, "persona_sets/select_unfaithful", params).fetchall()}
     asks = [BuildAsk(condition, round_no) for condition in config.conditions if condition in pending]
-    return BuildPlan(build.run_id, asks) if asks else None
+    return HeldPlan("persona_sets", build.run_id, asks) if asks else None
 
 
 def build_stage(config: BuildConfig, build: RunIdentity) -> BuildStage:

@@ -14,8 +14,8 @@ Instruction (Step 2), in this order:
 3. of that, a preface paragraph is dropped (the first paragraph, when it ends with `:` or opens with Sure,
    Certainly, Of course, Here is/Here's), and so are afterword paragraphs (from the first one after the prompt
    that opens with This prompt, Note, Feel free, By following, I hope, Remember, With this prompt);
-4. markdown goes: heading marks, blockquote marks, bold/italic markers, one pair of quotes around the whole;
-   blank-line runs become one blank line.
+4. markdown goes: horizontal rules, heading marks, blockquote marks, bold/italic markers, one pair of quotes
+   around the whole; blank-line runs become one blank line.
 Fewer than 10 words left: unreadable (the engine regenerates, then records the failure).
 The raw answers are kept beside what was read (persona_set_builds).
 """
@@ -42,6 +42,7 @@ AFTERWORD = re.compile(
     r"^(?:\*\*)?(?:this prompt|note\b|feel free|by following|i hope|remember\b|with this prompt|this instruction)",
     re.I,
 )
+RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")  # a markdown horizontal rule
 EMPHASIS = re.compile(r"(\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w))")
 QUOTES = {'"': '"', "“": "”", "'": "'"}
 
@@ -98,6 +99,8 @@ def clean_markdown(text: str) -> str:
     """Heading and blockquote marks, emphasis markers and blank-line runs gone; lines kept."""
     lines = []
     for line in text.strip().splitlines():
+        if RULE.match(line):
+            continue
         line = re.sub(r"^\s*(?:#+\s+|>\s?)", "", line)
         lines.append(EMPHASIS.sub("", line).rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
