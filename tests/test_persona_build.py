@@ -6,7 +6,6 @@ import random
 import re
 from collections.abc import Callable
 
-import duckdb
 import pytest
 
 from flows.ingest import ingest
@@ -16,6 +15,7 @@ from peras.prompting import load_personalities, load_prompt
 from tasks.personas.build_text import parse_instruction, parse_keywords
 from tests.helpers import run_cli
 from tests.support.fake_openai import FakeOpenAI, instant
+from tests.test_personas import rows, use
 
 pytestmark = pytest.mark.integration
 
@@ -73,20 +73,6 @@ def scripted(failing: str | None) -> Callable[[dict], str | list[str]]:
         return str(score if item.keyed == "+" else 6 - score)
 
     return respond
-
-
-def use(settings, server: FakeOpenAI):
-    settings.base_urls = [server.base_url]
-    settings.model = "fake-model"
-    return settings
-
-
-def rows(settings, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(settings.warehouse), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_the_step_prompts_are_the_studys_words():

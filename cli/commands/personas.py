@@ -105,9 +105,9 @@ def check(
 def print_summary(summary: dict[str, Any]) -> None:
     """The matrix, the pass/fail table, then one line of counts."""
     click.echo(f"Mean domain scores (1-5) over {summary['n_samples']} sampled answers per item:")
-    matrix = [[row["personality"], *(row[d] for d in DOMAINS)] for row in summary["matrix"]]
-    for line in text_table(["personality", *DOMAINS], matrix):
-        click.echo(line)
+    echo_table(
+        ["personality", *DOMAINS], [[row["personality"], *(row[d] for d in DOMAINS)] for row in summary["matrix"]]
+    )
     click.echo("Fidelity: upper above lower by a medium effect (Cohen's d, 95% interval above 0.5):")
     headers = ["trait", "comparison", "upper", "lower", "difference", "d", "effect_ci_low", "effect_ci_high", "pass"]
     rows = [
@@ -115,8 +115,7 @@ def print_summary(summary: dict[str, Any]) -> None:
          r["effect_ci_low"], r["effect_ci_high"], "pass" if r["is_pass"] else "FAIL"]
         for r in summary["fidelity"]
     ]  # fmt: skip
-    for line in text_table(headers, rows):
-        click.echo(line)
+    echo_table(headers, rows)
     n_pass = sum(1 for r in summary["fidelity"] if r["is_pass"])
     click.echo(
         f"{summary['run_name']}: set {summary['personality_set']}, {n_pass} of {len(summary['fidelity'])} "
@@ -182,18 +181,26 @@ def build(
         backend=backend,
         settings=settings,
     )
-    headers = ["condition", "personality", "rounds", "faithful", "d", "d_ci_low", "keywords"]
-    rows = [
-        [r["condition"], r["personality"], r["rounds"], {True: "yes", False: "no"}.get(r["is_faithful"], "-"),
-         r["effect_size"], r["effect_ci_low"], r["keywords"]]
-        for r in summary["conditions"]
-    ]  # fmt: skip
+    print_build(summary)
+
+
+def print_build(summary: dict[str, Any]) -> None:
+    """Per condition: its persona, rounds, fidelity and keywords; then how many are faithful."""
+    conditions = summary["conditions"]
+    echo_table(
+        ["condition", "personality", "rounds", "faithful", "d", "d_ci_low", "keywords"],
+        [[r["condition"], r["personality"], r["rounds"], {True: "yes", False: "no"}.get(r["is_faithful"], "-"),
+          r["effect_size"], r["effect_ci_low"], r["keywords"]] for r in conditions],
+    )  # fmt: skip
+    n_faithful = sum(1 for r in conditions if r["is_faithful"])
+    click.echo(f"set {summary['personality_set']}: {n_faithful} of {len(conditions)} conditions faithful; "
+               f"model {summary['model']}")  # fmt: skip
+
+
+def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """A text table, line by line."""
     for line in text_table(headers, rows):
         click.echo(line)
-    n_faithful = sum(1 for r in summary["conditions"] if r["is_faithful"])
-    click.echo(
-        f"set {summary['personality_set']}: {n_faithful} of {len(rows)} conditions faithful; model {summary['model']}"
-    )
 
 
 @personas.command()
