@@ -70,4 +70,3 @@ def write_run(run: pl.DataFrame, path: Path) -> Path:
     partial.write_text("".join(lines), encoding="utf-8")
     partial.replace(path)
     return path
-

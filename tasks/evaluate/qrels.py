@@ -69,8 +69,8 @@ def hide_labels(human: pl.DataFrame, seed: int) -> pl.DataFrame:
 
 
 def hidden_at(order: pl.DataFrame, share: float) -> pl.DataFrame:
-    """The pairs hidden at this share (round(share x grade size) per grade)."""
-    return order.filter(pl.col("order_in_grade") < (pl.col("grade_size") * share).round(0))
+    """The pairs hidden at this share: share x grade size per grade, rounded half up."""
+    return order.filter(pl.col("order_in_grade") < (pl.col("grade_size") * share + 0.5).floor())
 
 
 def write_qrels(qrels: pl.DataFrame, path: Path) -> Path:
