@@ -13,7 +13,12 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
-from tasks.classify.features import build_feature_matrix, choose_feature_set, list_feature_streams
+from tasks.classify.features import (
+    build_feature_matrix,
+    choose_feature_set,
+    list_feature_streams,
+    load_feature_values,
+)
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run
 from tasks.fuse.tables import load_comparison
@@ -22,7 +27,7 @@ from tasks.fuse.tasks import (
     collect_answers,
     fuse_stage,
     fuser_config,
-    load_judge_answers,
+    load_explanations,
     name_judges,
     plan_fuse,
     register_fuse_run,
@@ -59,9 +64,10 @@ def fuse(
     streams = list_feature_streams(settings, collection)
     feature_set = choose_feature_set(streams, collection, None, cot, confidence_method, runs)
     judges = name_judges(feature_set)
-    values = load_judge_answers(settings, collection, judges)
+    values = load_feature_values(settings, collection, feature_set)
     matrix = build_feature_matrix(values, feature_set)
-    fused = collect_answers(settings, collection, judges, opaque(values))
+    explanations = load_explanations(settings, collection, judges)
+    fused = collect_answers(settings, collection, judges, opaque(values), opaque(explanations))
     votes = vote(matrix, opaque(fused))
     warehouse_id = identify_warehouse(settings)
     scope = {"runs": runs, "n_pairs": n_pairs}

@@ -113,7 +113,7 @@ def cli(capsys, warehouse: Path, server: FakeOpenAI, *args: str):
     return run_cli(capsys, *args, "--warehouse", str(warehouse))
 
 
-def test_fuse_end_to_end(judged, capsys):
+def test_fuse_end_to_end(judged, capsys, tmp_path):
     warehouse = str(judged.warehouse)
     with FakeOpenAI(fuser_answer) as server:
         args = ("fuse", "--collection", "sample", "--runs", "judges", "--warehouse", warehouse)
@@ -167,6 +167,19 @@ def test_fuse_end_to_end(judged, capsys):
     assert failures == [(NEVER_READ, "parse_failure", "no JSON object")]
     assert rows(judged.warehouse, "select status from fuse_runs") == [("published",)]
     check_table(judged.warehouse)
+    assert rows(
+        judged.warehouse, "select n_fused, n_disagree, n_fuser_right, n_majority_right from fuse_disagreement"
+    ) == [
+        (39, 19, 10, 9)  # grade 1: seven of eleven judges say 2, the fuser 1; grade 3: the fuser says 2
+    ]
+
+    report = run_cli(capsys, "report", "--warehouse", warehouse, "--output", str(tmp_path / "report"))
+    assert report.exit_code == 0, report.err
+    html = (tmp_path / "report" / "report.html").read_text()
+    start = html.index('<section id="fuse">')
+    section = html[start : html.index("</section>", start)]
+    assert "<code>f</code> on sample" in section and "Fuser vs majority vote · f · fake-model" in section
+    assert section.count("<tr>") == 1 + 1 + 4 + 1 + 1  # header, fuser, four baselines, best single judge, default
 
 
 def _text(doc_id: str) -> str:

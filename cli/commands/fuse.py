@@ -141,7 +141,7 @@ def summary_line(summary: dict[str, Any]) -> str:
 def print_comparison(summary: dict[str, Any]) -> None:
     """The comparison as a rich table: values with (delta vs default), the best single judge in [brackets]."""
     frame = comparison_table(summary["rows"])
-    out = Table(caption="(delta against the default judge); [best single judge per metric]")
+    out = Table(caption=escape("(delta against the default judge); [best single judge per metric]"))
     for column in frame.columns:
         out.add_column(column, justify="left" if column == "method" else "right", overflow="fold")
     for row in frame.iter_rows():

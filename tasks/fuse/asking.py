@@ -9,18 +9,15 @@ recorded as a failure with its reason; sending, caching and journaling are the e
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from peras.errors import RequestRejected
 from peras.llm.joint_parsing import parse_self_answer
-from tasks.engine.spec import Ask, AskFn
+from tasks.engine.spec import Answer, Ask, AskFn
+from tasks.engine.stages import ask_outcome
 from tasks.fuse.prompt import build_fuser_messages, fuser_prompt, judge_output
-
-Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,33 +71,6 @@ class FuseConfig:
 
 
 @dataclass
-class FusePlan:
-    """The planned pairs without a stored answer (held whole: a fuse run asks one request per pair)."""
-
-    run_id: str
-    planned: list[FuseItem]
-    failures_pending: bool = False
-
-    def with_failures(self) -> FusePlan:
-        """The same plan, with the pairs whose stored answer failed (unreadable, refused) to do again."""
-        return replace(self, failures_pending=True)
-
-    def pending(self, fetch: Fetch) -> list[FuseItem]:
-        """The planned pairs with no stored answer yet (or a failed one, when failures are pending)."""
-        rows = fetch("fuse/select_done", {"run_id": self.run_id})
-        done = {(q, d) for q, d, status in rows if not (self.failures_pending and status != "ok")}
-        return [item for item in self.planned if item.key not in done]
-
-    def count(self, fetch: Fetch) -> int:
-        """Pairs still to ask."""
-        return len(self.pending(fetch))
-
-    def items(self, fetch: Fetch) -> Iterator[FuseItem]:
-        """Pairs still to ask, in plan order."""
-        yield from self.pending(fetch)
-
-
-@dataclass
 class FuseStage:
     """Turns pairs into fuser requests and the fuser's answers into answer rows."""
 
@@ -122,15 +92,10 @@ class FuseStage:
         query, passage = self.texts[item.key]
         messages = build_fuser_messages(query, passage, self.outputs(item))
         row: dict[str, Any] = {"query_id": item.query_id, "doc_id": item.doc_id, "judge_order": ",".join(item.order)}
-        try:
-            answer = await ask(Ask(messages, self.config.params(), "fuse", parse_self_answer))
-        except RequestRejected as exc:
-            failed = {"label": None, "confidence": None, "status": "error", "reason": str(exc)[:500]}
-            return row | failed | {"request_id": exc.request_id}
-        return row | {
-            "request_id": answer.request_id,
-            "label": answer.parsed.value,
-            "confidence": answer.parsed.confidence,
-            "status": "ok" if answer.ok else "parse_failure",
-            "reason": None if answer.ok else answer.reason,
-        }
+        spec = Ask(messages, self.config.params(), "fuse", parse_self_answer)
+        return await ask_outcome(ask, spec, row, ("label", "confidence"), read_fused)
+
+
+def read_fused(answer: Answer) -> dict[str, Any]:
+    """The fuser's label and confidence (both None when the answer could not be read)."""
+    return {"label": answer.parsed.value, "confidence": answer.parsed.confidence}

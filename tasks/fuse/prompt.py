@@ -22,16 +22,9 @@ import jinja2.meta
 
 from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
-from peras.prompting import _check_keys, _read_toml
+from peras.prompting import PROMPT_KEYS, _check_keys, _read_toml
 
-PROMPT_NAME = "fuser"
-PROMPT_KEYS: dict[str, type] = {
-    "name": str,
-    "description": str,
-    "placeholders": list,
-    "template": str,
-    "sampling": dict,
-}
+PROMPT_NAME = "fuser"  # the keys of its file are every prompt file's (PROMPT_KEYS); its template is Jinja
 # Word for word from the study's fuser template (docs/fuse.md lists what was changed around them).
 VERBATIM = (
     "You are a helpful assistant tasked with combining multiple model responses",

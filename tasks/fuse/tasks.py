@@ -26,8 +26,9 @@ from tasks.classify.features import STREAM_KEYS, FeatureMatrix, FeatureSet
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
-from tasks.fuse.asking import FuseConfig, FuseItem, FusePlan, FuseStage, JudgeAnswer, shuffled_judges
+from tasks.fuse.asking import FuseConfig, FuseItem, FuseStage, JudgeAnswer, shuffled_judges
 from tasks.fuse.prompt import fuser_prompt
 
 EMBEDDED_MAX_TOKENS = 256  # the fuser's JSON with a short explanation
@@ -66,20 +67,25 @@ def name_judges(feature_set: FeatureSet) -> Judges:
 
 
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
-def load_judge_answers(settings: Settings, collection: str, judges: Judges) -> pl.DataFrame:
-    """Every chosen judge's answer on every pair, with its explanation (sql/fuse/select_judge_answers.sql)."""
+def load_explanations(settings: Settings, collection: str, judges: Judges) -> pl.DataFrame:
+    """The CoT judges' explanations per pair (sql/fuse/select_explanations.sql): query_id, doc_id, feature_key."""
     selected = judges.feature_set.streams.select([*STREAM_KEYS, "feature_key"])
     with open_migrated(settings.warehouse) as con:
         con.register("fuse_selected_judges", selected.to_arrow())
-        return query_frame(con, "fuse/select_judge_answers", {"collection_id": collection})
+        return query_frame(con, "fuse/select_explanations", {"collection_id": collection})
 
 
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
-def collect_answers(settings: Settings, collection: str, judges: Judges, values: pl.DataFrame) -> Fused:
-    """The pairs classify's matrix keeps (every judge answered usably), what each judge said, and the texts."""
+def collect_answers(
+    settings: Settings, collection: str, judges: Judges, values: pl.DataFrame, explanations: pl.DataFrame
+) -> Fused:
+    """The pairs classify's matrix keeps (every judge answered usably), what each judge said, and the texts.
+
+    values: classify's long form of the matrix (load_feature_values); explanations: load_explanations'."""
     failed = values.group_by("query_id", "doc_id").agg(pl.col("is_failure").any())
     keep = failed.filter(~pl.col("is_failure")).select("query_id", "doc_id")
-    kept = values.join(keep, on=["query_id", "doc_id"]).with_columns(
+    joined = values.join(explanations, on=["query_id", "doc_id", "feature_key"], how="left")
+    kept = joined.join(keep, on=["query_id", "doc_id"]).with_columns(
         judge=pl.col("feature_key").replace_strict(dict(zip(judges.feature_set.keys, judges.names, strict=True)))
     )
     answers: dict[tuple[str, str], dict[str, JudgeAnswer]] = {}
@@ -175,11 +181,11 @@ def pair_rank(seed: int, query_id: str, doc_id: str) -> str:
 
 
 @task(cache_policy=NO_CACHE)
-def plan_fuse(run: RunIdentity, fused: Fused, judges: Judges, seed: int, n_pairs: int | None) -> FusePlan:
+def plan_fuse(run: RunIdentity, fused: Fused, judges: Judges, seed: int, n_pairs: int | None) -> HeldPlan[FuseItem]:
     """The pairs to ask (all, or the first n_pairs in the seeded order), each with its judges shuffled."""
     keys = sorted(fused.pairs.select("query_id", "doc_id").iter_rows(), key=lambda k: pair_rank(seed, *k))
     chosen = keys if n_pairs is None else keys[:n_pairs]
-    return FusePlan(run.run_id, [FuseItem(q, d, shuffled_judges(judges.names, seed, q, d)) for q, d in chosen])
+    return HeldPlan("fuse", run.run_id, [FuseItem(q, d, shuffled_judges(judges.names, seed, q, d)) for q, d in chosen])
 
 
 def fuse_stage(config: FuseConfig, fused: Fused) -> FuseStage:
@@ -188,7 +194,7 @@ def fuse_stage(config: FuseConfig, fused: Fused) -> FuseStage:
 
 
 @task(cache_policy=NO_CACHE)
-def check_fuse_run(settings: Settings, run: RunIdentity, plan: FusePlan) -> int:
+def check_fuse_run(settings: Settings, run: RunIdentity, plan: HeldPlan[FuseItem]) -> int:
     """The fuse gate (sql/fuse/gate_items.sql): every planned pair answered, failures under the threshold."""
     planned = pl.DataFrame(
         [{"query_id": i.query_id, "doc_id": i.doc_id} for i in plan.planned],
@@ -209,7 +215,12 @@ def summarize_votes(run: RunIdentity, judges: Judges, votes: pl.DataFrame) -> di
 
 
 def summarize(
-    run: RunIdentity, endpoint: Endpoint, counts: dict[str, Any], plan: FusePlan, n_failures: int, stats: dict[str, Any]
+    run: RunIdentity,
+    endpoint: Endpoint,
+    counts: dict[str, Any],
+    plan: HeldPlan[FuseItem],
+    n_failures: int,
+    stats: dict[str, Any],
 ) -> dict[str, Any]:
     """Counts for the CLI and the artifact, with what the fuser was asked."""
     return counts | run_counts(run, endpoint, stats) | {"n_asked": len(plan.planned), "n_failures": n_failures}
