@@ -1,31 +1,30 @@
 """Issue 21: `peras export-qrels`, `peras evaluate`, `peras build-runs` through the real CLI.
 
-A scripted judge labels the sample (default: the human grade, HA: its opposite); runs built with bm25s on the real
-DL19 files are scored exactly as ir_measures scores them directly.
+A judge run on the sample (default: the human grade, HA: its opposite) written into the warehouse; runs built with
+bm25s on the real DL19 files are scored exactly as ir_measures scores them directly.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
-import duckdb
 import ir_measures
 import polars as pl
 import pytest
 
 from flows.ingest import ingest
-from flows.judge import judge
 from peras.paths import PROJECT_ROOT
-from peras.prompting import select_personalities
+from peras.warehouse import open_migrated
 from tasks.evaluate.qrels import fill_holes, hidden_at, hide_labels
 from tests.helpers import run_cli
 from tests.support.fake_openai import FakeOpenAI
+from tests.test_judge import rows as stored
 
 pytestmark = pytest.mark.integration
 
 SAMPLE = PROJECT_ROOT / "peras" / "data" / "sample"
-HA = select_personalities(["HA"])[0].instruction
 
 
 def sample_qrels() -> dict[tuple[str, str], int]:
@@ -45,34 +44,51 @@ GRADE_OF_DOC = {doc: grade for (_, doc), grade in QRELS.items()}
 TEXTS = sample_texts()
 
 
-def scripted(request: dict) -> str:
-    """default answers the human grade, HA its opposite (3 - grade); every confidence is 90."""
-    content = str(request["messages"])
-    if "relevance score is" in content:
-        return "90"
-    grade = next(GRADE_OF_DOC[doc] for text, doc in TEXTS.items() if text in content)
-    return str(3 - grade if HA in content else grade)
+def judged_rows(run_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The scripted judge's judgments of the sample (default: the grade, HA: 3 - grade; confidence 90) and the
+    label requests they reference."""
+    judgments, requests = [], []
+    for (query_id, doc_id), grade in QRELS.items():
+        for personality, label in (("default", grade), ("HA", 3 - grade)):
+            request_id = f"req-{personality}-{query_id}-{doc_id}"
+            judgments.append(
+                {"run_id": run_id, "query_id": query_id, "doc_id": doc_id, "personality": personality, "cot": False,
+                 "confidence_method": "verbalized", "label": label, "confidence": 90.0, "status": "ok",
+                 "label_request_id": request_id, "judged_at": datetime(2026, 1, 1)}
+            )  # fmt: skip
+            requests.append(
+                {"request_id": request_id, "model": "judge-model", "backend": "test", "prompt_hash": request_id,
+                 "purpose": "label", "params": "{}", "messages": "[]", "raw_text": str(label), "attempts": 1,
+                 "attempt_texts": "[]", "parsed_value": float(label), "parse_status": "ok",
+                 "created_at": datetime(2026, 1, 1)}
+            )  # fmt: skip
+    return pl.DataFrame(judgments), pl.DataFrame(requests)
 
 
 @pytest.fixture
 def judged(settings, tmp_path, monkeypatch):
-    """The sample judged by the scripted judge under default and HA, no CoT, verbalized confidence."""
+    """The sample and a published judge run 'scripted' of default and HA on it, written into the warehouse."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
     ingest(preset="sample", settings=settings)
-    with FakeOpenAI(scripted) as server:
-        settings.base_urls = [server.base_url]
-        settings.model = "fake-model"
-        judge(collection="sample", personalities=["default", "HA"], cot=[False], run_name="scripted", settings=settings)
+    run = {"run_id": "run-scripted", "run_name": "scripted", "source": "llm", "task_type": "pointwise",
+           "collection_id": "sample", "model": "judge-model", "backend": "test", "params": "{}",
+           "created_at": datetime(2026, 1, 1)}  # fmt: skip
+    judgments, requests = judged_rows("run-scripted")
+    with open_migrated(settings.warehouse) as con:
+        for table, frame in (("judge_runs", pl.DataFrame([run])), ("judgments", judgments), ("llm_requests", requests)):
+            con.register("frame", frame.to_arrow())
+            con.execute(f"insert into {table} by name select * from frame")  # noqa: S608 - fixed table names
+            con.unregister("frame")
     return settings
 
 
 def write_runs(path: Path) -> Path:
-    """Three systems over the sample: best passages first, worst first, and by doc_id."""
+    """Three systems over the sample: best passages first, worst first, and grades 2, 1, 3, 0 (in between)."""
     lines = []
     orders = {
         "perfect": lambda item: (-item[1], item[0]),
         "reversed": lambda item: (item[1], item[0]),
-        "by-id": lambda item: (0, item[0]),
+        "middling": lambda item: (abs(item[1] - 1.5), -item[1], item[0]),
     }
     for system, key in orders.items():
         for query_id in sorted({q for q, _ in QRELS}):
@@ -84,14 +100,6 @@ def write_runs(path: Path) -> Path:
 
 def cli(capsys, settings, *args: str):
     return run_cli(capsys, *args, "--warehouse", str(settings.warehouse))
-
-
-def stored(settings, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(settings.warehouse), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_export_of_a_judged_run_equals_its_stored_labels(judged, tmp_path, capsys):
@@ -122,7 +130,7 @@ def test_unavailable_aggregates_and_runs_are_usage_errors(judged, tmp_path, caps
     out = str(tmp_path / "x.qrels")
     result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "fuser", "--output", out)
     assert result.exit_code == 2
-    assert "no stored per-pair fuser labels" in result.err
+    assert "no published fuse run with fuser answers fuses judge run 'scripted'" in result.err
     result = cli(capsys, judged, "export-qrels", "--run", "nope", "--output", out)
     assert (result.exit_code, "no judge run named 'nope'" in result.err) == (2, True)
     assert not Path(out).exists()
@@ -134,16 +142,17 @@ def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp
                  "--measure", "nDCG@10", "--measure", "P(rel=2)@3", "--format", "json")  # fmt: skip
     assert result.exit_code == 0, result.err
     summary = json.loads(result.out)
-    qrels = {(q.query_id, q.doc_id): q.relevance for q in ir_measures.read_trec_qrels(str(SAMPLE / "qrels.txt"))}
-    direct = ir_measures.calc_aggregate(
-        [ir_measures.parse_measure("nDCG@10")], qrels_records(qrels), list(ir_measures.read_trec_run(str(runs)))
-    )
-    assert direct  # the three systems together; per system below
     human = {
         r["system"]: r["value"] for r in summary["scores"] if r["qrels_name"] == "human" and r["measure"] == "nDCG@10"
     }
+    qrels = list(ir_measures.read_trec_qrels(str(SAMPLE / "qrels.txt")))
+    ndcg = ir_measures.parse_measure("nDCG@10")
+    for system in ("perfect", "middling", "reversed"):
+        lines = [line.split() for line in runs.read_text().splitlines() if line.endswith(f" {system}")]
+        scored = [ir_measures.ScoredDoc(q, d, float(score)) for q, _, d, _, score, _ in lines]
+        assert human[system] == ir_measures.calc_aggregate([ndcg], qrels, scored)[ndcg]
     assert human["perfect"] == 1.0
-    assert human["perfect"] > human["by-id"] > human["reversed"]
+    assert human["perfect"] > human["middling"] > human["reversed"]
     agreement = [(r["qrels_name"], r["measure"], r["kendall_tau"], r["tau_ap"]) for r in summary["agreement"]]
     assert agreement == [
         ("default", "P(rel=2)@3", 1.0, 1.0), ("HA", "P(rel=2)@3", -1.0, -1.0),
@@ -154,10 +163,11 @@ def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp
     assert stored(judged, "select count(*) from system_scores") == [
         (3 * 3 * 2 * 6,)
     ]  # qrels x systems x measures x (5 topics + all)
-
-
-def qrels_records(qrels: dict[tuple[str, str], int]) -> list[ir_measures.Qrel]:
-    return [ir_measures.Qrel(q, d, r) for (q, d), r in qrels.items()]
+    report = cli(capsys, judged, "report", "--output", str(tmp_path / "report"))
+    assert report.exit_code == 0, report.err
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert "<h3>sample: llm qrels from scripted</h3>" in html
+    assert len(list((tmp_path / "report" / "figures").glob("systems-*.png"))) == 2  # one scatter per measure
 
 
 def test_fill_keeps_human_labels_and_fills_the_rest():
@@ -208,3 +218,27 @@ def builtin_systems() -> list[str]:
     from tasks.evaluate.builder import CONFIGS
 
     return [c.system for c in CONFIGS]
+
+
+def fuser_says_the_grade(request: dict) -> str:
+    """The fuser answers the human grade of the passage it is shown, confidence 80."""
+    content = request["messages"][-1]["content"]
+    grade = next(GRADE_OF_DOC[doc] for text, doc in TEXTS.items() if f"\nPassage: {text}\n" in content)
+    return json.dumps({"relevance": grade, "confidence_score": 80, "explanation": "the first judge"})
+
+
+def test_fuser_export_is_the_fuse_runs_labels(judged, tmp_path, capsys):
+    with FakeOpenAI(fuser_says_the_grade) as server:
+        fuser = ("--fuser-base-url", server.base_url, "--fuser-model", "fake-model", "--run-name", "f")
+        result = cli(capsys, judged, "fuse", "--collection", "sample", "--runs", "scripted", *fuser)
+        assert result.exit_code == 0, result.err
+    out = tmp_path / "fuser.qrels"
+    result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "fuser", "--output", str(out))
+    assert result.exit_code == 0, result.err
+    assert {(q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(str(out))} == {
+        (q, d, g) for (q, d), g in QRELS.items()
+    }
+    side = pl.read_csv(f"{out}.confidence.tsv", separator="\t", schema_overrides={"query_id": pl.String})
+    assert set(side["confidence"]) == {80.0}
+    result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "classifier", "--output", str(out))
+    assert (result.exit_code, "stores its trials' scores, not per-pair labels" in result.err) == (2, True)

@@ -18,7 +18,7 @@ from flows.ingest import ingest
 from tasks.evaluate.qrels import hidden_at, hide_labels
 from tests.helpers import run_cli
 from tests.support.fake_openai import FakeOpenAI
-from tests.test_evaluate import GRADE_OF_DOC, TEXTS, stored, write_runs
+from tests.test_evaluate import GRADE_OF_DOC, TEXTS, judged, stored, write_runs  # noqa: F401 - judged: a fixture
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +92,7 @@ def truthful(request: dict) -> str:
     return str(next(GRADE_OF_DOC[doc] for text, doc in TEXTS.items() if text in content))
 
 
-def test_sample_holes_judged_now_end_to_end_into_the_report(settings, tmp_path, capsys, monkeypatch):
+def test_sample_holes_judged_now_and_resumed(settings, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
     ingest(preset="sample", settings=settings)
     runs = write_runs(tmp_path / "three.run")
@@ -114,8 +114,24 @@ def test_sample_holes_judged_now_end_to_end_into_the_report(settings, tmp_path, 
                   "order by created_at, share")  # fmt: skip
     assert rows[:2] == [(0.3, 12, 1.0, 1.0, 1.0), (0.9, 36, 1.0, 1.0, 1.0)]
     assert [r[:2] for r in rows[2:]] == [(s / 10, 4 * s) for s in range(1, 10)]
-    report = run_cli(capsys, "report", "--output", str(tmp_path / "report.html"), *warehouse)
+
+
+def test_sample_holes_filled_by_the_opposite_judge_into_the_report(judged, tmp_path, capsys):  # noqa: F811
+    runs = write_runs(tmp_path / "three.run")
+    warehouse = ["--warehouse", str(judged.warehouse)]
+    args = ["holes", "sample", "--run", "scripted", "--personality", "HA", "--run-file", str(runs)]
+    result = run_cli(capsys, *args, "--share", "0.3", "--share", "0.9", *warehouse)
+    assert result.exit_code == 0, result.err
+    assert result.out.splitlines()[0] == (
+        "sample: labels of scripted (HA) fill the holes of 40 human labels; 3 systems"
+    )
+    # HA says 3 - grade: every hidden label is wrong (12 = 3 per grade hidden at 30%, 36 at 90%)
+    rows = stored(judged, "select share, n_hidden, hidden_accuracy, n_systems from holes_curve order by share")
+    assert rows == [(0.3, 12, 0.0, 3), (0.9, 36, 0.0, 3)]
+    # at 90% the filled qrels are nearly HA's: the ranking turns over (HA alone ranks the three systems reversed)
+    assert stored(judged, "select kendall_tau from holes_curve where share = 0.9") == [(-1.0,)]
+    report = run_cli(capsys, "report", "--output", str(tmp_path / "report"), *warehouse)
     assert report.exit_code == 0, report.err
-    html = (tmp_path / "report.html").read_text()
-    assert html.count("sample: holes filled by holes-sample (default), 40 human labels, 3 systems, seed 42") >= 2
-    assert len(list((tmp_path / "figures").glob("holes-*.png"))) == 2
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert html.count("sample: holes filled by scripted (HA), 40 human labels, 3 systems, seed 42") >= 2
+    assert len(list((tmp_path / "report" / "figures").glob("holes-*.png"))) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -24,9 +25,27 @@ def label_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--cot/--no-cot", default=None, help="CoT setting of the labels (needed if the run has both)."),
         click.option("--confidence-method", help="Confidence method of the labels (needed if the run has several)."),
     ]
+
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        personality: str | None,
+        aggregate: str | None,
+        cot: bool | None,
+        confidence_method: str | None,
+        **kwargs: Any,
+    ) -> Any:
+        labels = {
+            "personality": personality,
+            "aggregate": aggregate,
+            "cot": cot,
+            "confidence_method": confidence_method,
+        }
+        return func(*args, labels=labels, **kwargs)
+
     for option in reversed(options):
-        func = option(func)
-    return func
+        wrapper = option(wrapper)
+    return wrapper
 
 
 @click.command("export-qrels")
@@ -38,10 +57,7 @@ def label_options(func: Callable[..., Any]) -> Callable[..., Any]:
 def export_qrels(
     settings: Settings,
     run_name: str,
-    personality: str | None,
-    aggregate: str | None,
-    cot: bool | None,
-    confidence_method: str | None,
+    labels: dict[str, Any],
     fill_from_human: bool,
     output: Path,
 ) -> None:
@@ -62,12 +78,9 @@ def export_qrels(
         tags=run_tags("export-qrels"),
         run=run_name,
         output=str(output),
-        personality=personality,
-        aggregate=aggregate,
         fill_from_human=fill_from_human,
-        cot=cot,
-        confidence_method=confidence_method,
         settings=settings,
+        **labels,
     )
     click.echo(
         f"{summary['output']}: {summary['n_pairs']:,} pairs ({summary['n_llm']:,} LLM labels, "
@@ -95,10 +108,7 @@ def evaluate(
     collection: str,
     qrels: str,
     run_name: str | None,
-    personality: str | None,
-    aggregate: str | None,
-    cot: bool | None,
-    confidence_method: str | None,
+    labels: dict[str, Any],
     measures: tuple[str, ...],
     fmt: str,
 ) -> None:
@@ -120,19 +130,14 @@ def evaluate(
     judge_run = qrels if source == "llm" else run_name
     if source == "filled" and not run_name:
         raise UsageError("--qrels filled needs --run NAME: the judge run whose labels fill the holes")
+    chosen = {"run_files": list(run_files), "qrels": source, "run": judge_run, "measures": list(measures) or None}
     summary = run_flow(
         evaluate_flow,
         tags=run_tags("evaluate", collection),
-        run_files=list(run_files),
         collection=collection,
-        qrels=source,
-        run=judge_run,
-        personality=personality,
-        aggregate=aggregate,
-        cot=cot,
-        confidence_method=confidence_method,
-        measures=list(measures) or None,
         settings=settings,
+        **chosen,
+        **labels,
     )
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
@@ -196,10 +201,7 @@ def holes(
     collection: str,
     run_name: str | None,
     run_files: tuple[str, ...],
-    personality: str | None,
-    aggregate: str | None,
-    cot: bool | None,
-    confidence_method: str | None,
+    labels: dict[str, Any],
     shares: tuple[float, ...],
     measures: tuple[str, ...],
     seed: int,
@@ -225,15 +227,12 @@ def holes(
         collection=collection,
         run=run_name,
         run_files=list(run_files) or None,
-        personality=personality,
-        aggregate=aggregate,
-        cot=cot,
-        confidence_method=confidence_method,
         shares=list(shares) or None,
         measures=list(measures) or None,
         seed=seed,
         backend=backend,
         settings=settings,
+        **labels,
     )
     click.echo(
         f"{summary['collection_id']}: labels of {summary['run_name']} ({summary['personality']}) fill the holes of "

@@ -39,6 +39,7 @@ class RunLabels:
     cot: bool
     confidence_method: str
     labels: pl.DataFrame  # [query_id, doc_id, personality, label, confidence]
+    fused: pl.DataFrame  # the latest published fuse run's labels for this run's pairs [query_id, doc_id, relevance, ..]
 
 
 @task(cache_policy=NO_CACHE)
@@ -66,7 +67,8 @@ def load_run_labels(settings: Settings, run_name: str, cot: bool | None, method:
         cot, method = choose_group(run_name, groups, cot, method)
         params = {"run_id": run_id, "cot": cot, "confidence_method": method}
         labels = query_frame(con, "evaluate/select_run_labels", params)
-    return RunLabels(run_id, run_name, collection_id, cot, method, labels)
+        fused = query_frame(con, "evaluate/select_fuser_labels", {"run_name": run_name})
+    return RunLabels(run_id, run_name, collection_id, cot, method, labels, fused.drop("fuse_run_name"))
 
 
 def choose_group(run_name: str, groups: pl.DataFrame, cot: bool | None, method: str | None) -> tuple[bool, str]:
@@ -85,12 +87,19 @@ def choose_group(run_name: str, groups: pl.DataFrame, cot: bool | None, method: 
 
 
 def llm_qrels(labels: RunLabels, personality: str | None, aggregate: str | None) -> dict[str, pl.DataFrame]:
-    """Qrels made of the run's labels, by name: one personality's, the majority's, or (neither given) each one's."""
-    if aggregate is not None and aggregate != MAJORITY:
+    """Qrels made of the run's labels, by name: one personality's, an aggregate's, or (neither given) each one's."""
+    if aggregate == "classifier":
         raise UsageError(
-            f"--aggregate {aggregate}: no stored per-pair {aggregate} labels in this warehouse "
-            f"(the {aggregate} stage stores none yet); use --aggregate majority or --personality"
+            "--aggregate classifier: `peras classify` stores its trials' scores, not per-pair labels, so there are "
+            "none to write; use --aggregate majority or fuser, or --personality"
         )
+    if aggregate == "fuser":
+        if labels.fused.is_empty():
+            raise UsageError(
+                f"--aggregate fuser: no published fuse run with fuser answers fuses judge run {labels.run_name!r}; "
+                f"run `peras fuse` on it first (docs/fuse.md), or use --aggregate majority"
+            )
+        return {"fuser": labels.fused}
     if aggregate == MAJORITY:
         return {MAJORITY: majority_labels(labels.labels)}
     names = [personality] if personality else sorted(labels.labels["personality"].unique().to_list())
@@ -106,8 +115,11 @@ def qrels_sets(
         return {HUMAN: human}
     made = llm_qrels(labels, personality, aggregate)
     if source == "filled":
-        made = {name: fill_holes(human, q) for name, q in made.items()}
-    return {HUMAN: human} | made
+        return {HUMAN: human} | {name: fill_holes(human, q) for name, q in made.items()}
+    # LLM labels alone: the human ranking is taken on the topics the run labels (LLMJudge labels its test topics
+    # only), so both means run over the same topics.
+    topics = labels.labels.select("query_id").unique()
+    return {HUMAN: human.join(topics, on="query_id", how="semi")} | made
 
 
 def one_qrels(labels: RunLabels, personality: str | None, aggregate: str | None) -> pl.DataFrame:
