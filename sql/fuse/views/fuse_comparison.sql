@@ -1,12 +1,16 @@
 -- The study's Table 5/7 shape for each published fuse run: the fuser, each baseline, the judge that is best on each
 -- metric (detail names it), the default personality's judge, and the classifier on the same judge streams (the
 -- newest classify run whose feature_set_id matches; Random Forest, mean over its trials' test parts: kappa, QWK and
--- macro-F1 only, the metrics classify keeps), one row per row x metric with the delta against the default judge.
--- Every value but the classifier's is over the same pairs (fuse_cells.sql); the metrics are long_from's.
---   row_order   the row's place in the table: 1 fuser, 2 baselines, 3 best single judge, 4 default, 5 classifier
---   row_kind    'fuser', 'baseline', 'best_single', 'default' or 'classifier'
---   row_name    'fuser', the baseline ('vote_majority', ...), 'best single judge', 'default' or 'Random Forest'
---   detail      the best judge on that metric (best_single; ties: the first name), or the classify run (classifier)
+-- macro-F1 only, the metrics classify keeps) with that run's baselines on the same test parts, one row per row x
+-- metric with the delta against the default judge. Every value but the classify run's is over the same pairs
+-- (fuse_cells.sql); the metrics are long_from's.
+--   row_order   the row's place in the table: 1 fuser, 2 baselines, 3 best single judge, 4 default, 5 classifier,
+--               6 the classify run's baselines on its test parts
+--   row_kind    'fuser', 'baseline', 'best_single', 'default', 'classifier' or 'classifier_vote'
+--   row_name    'fuser', the baseline ('vote_majority', ...), 'best single judge', 'default', 'Random Forest' or
+--               '<baseline> (test parts)'
+--   detail      the best judge on that metric (best_single; ties: the first name), or the classify run (classifier,
+--               classifier_vote)
 with metrics as (
     select * from fuse_long
     where metric in (
@@ -67,15 +71,16 @@ classify_runs as (
 classifier as (
     select
         k.run_id,
-        5 as row_order,
-        'classifier' as row_kind,
-        'Random Forest' as row_name,
+        case when s.learner = 'rf' then 5 else 6 end as row_order,
+        case when s.learner = 'rf' then 'classifier' else 'classifier_vote' end as row_kind,
+        case when s.learner = 'rf' then 'Random Forest' else s.learner || ' (test parts)' end as row_name,
         k.classify_run_id as detail,
         unnest(['cohen_kappa', 'qwk', 'macro_f1']) as metric,
         true as is_higher_better,
         unnest([s.kappa_mean, s.qwk_mean, s.f1_mean]) as value
     from classify_runs as k
-    inner join clf_summary as s on s.classify_run_id = k.classify_run_id and s.learner = 'rf'
+    inner join clf_summary as s
+        on s.classify_run_id = k.classify_run_id and (s.learner = 'rf' or s.learner like 'vote\_%' escape '\')
 ),
 
 all_rows as (
