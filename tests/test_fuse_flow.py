@@ -12,7 +12,6 @@ from datetime import datetime
 from itertools import product
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import polars as pl
 import pytest
@@ -24,6 +23,7 @@ from peras.prompting import CANONICAL_ORDER as PERSONALITY_ORDER
 from peras.warehouse import open_migrated
 from tests.helpers import run_cli
 from tests.support.fake_openai import FakeOpenAI
+from tests.test_pairwise_flow import rows
 
 pytestmark = pytest.mark.integration
 
@@ -99,18 +99,6 @@ def judged(settings, tmp_path, monkeypatch):
             con.execute(f"insert into {table} by name select * from frame")  # noqa: S608 - fixed table names
             con.unregister("frame")
     return settings
-
-
-def rows(warehouse: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def cli(capsys, warehouse: Path, server: FakeOpenAI, *args: str):
-    return run_cli(capsys, *args, "--warehouse", str(warehouse))
 
 
 def test_fuse_end_to_end(judged, capsys, tmp_path):
