@@ -30,6 +30,21 @@ def test_tau_ap_matches_hand_computed_cases(estimate, expected):
     assert tau_ap([4, 3, 2, 1], estimate) == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("reference", "estimate", "expected"),
+    [
+        # the same tie in both: full agreement, as Kendall's tau-b says
+        ([3, 2, 2, 1], [3, 2, 2, 1], 1.0),
+        # B, C tied in the reference only, estimate A B C D: B: 1/1; C: A 1, B half: 1.5/2; D: 3/3 -> 2/3 * 2.75 - 1
+        ([3, 2, 2, 1], [4, 3, 2, 1], 5 / 6),
+        # B, C tied in the estimate only (taken as given, B first): B: 1/1; C: A 1, B half: 1.5/2; D: 3/3
+        ([4, 3, 2, 1], [3, 2, 2, 1], 5 / 6),
+    ],
+)
+def test_tau_ap_ties(reference, estimate, expected):
+    assert tau_ap(reference, estimate) == pytest.approx(expected, abs=1e-12)
+
+
 def test_tau_ap_weighs_top_swaps_more_than_kendall_does():
     # One swap at the top and one at the bottom: Kendall's tau is 2/3 for both, tau-AP is not.
     kendall_top = stats.kendalltau([4, 3, 2, 1], [3, 4, 2, 1]).statistic

@@ -130,7 +130,12 @@ def evaluate(
     judge_run = qrels if source == "llm" else run_name
     if source == "filled" and not run_name:
         raise UsageError("--qrels filled needs --run NAME: the judge run whose labels fill the holes")
-    chosen = {"run_files": list(run_files), "qrels": source, "run": judge_run, "measures": list(measures) or None}
+    chosen: dict[str, Any] = {
+        "run_files": list(run_files),
+        "qrels": source,
+        "run": judge_run,
+        "measures": list(measures) or None,
+    }
     summary = run_flow(
         evaluate_flow,
         tags=run_tags("evaluate", collection),

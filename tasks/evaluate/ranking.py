@@ -65,9 +65,10 @@ def tau_ap(reference: Sequence[float], estimate: Sequence[float]) -> float:
     """tau-AP (Yilmaz, Aslam, Robertson, SIGIR 2008) of `estimate` against `reference` (higher = ranked first).
 
     tau_AP = 2/(n-1) * sum over i=2..n of C(i)/(i-1) - 1, systems taken in the estimate's order; C(i): how many
-    of the i-1 systems above system i in the estimate are also above it in the reference (a tie there counts
-    half). Ties in the estimate are broken by the order given. Not symmetric: a swap near the estimate's top costs
-    more than one near its bottom.
+    of the i-1 systems above system i in the estimate are also above it in the reference. Not symmetric: a swap
+    near the estimate's top costs more than one near its bottom. Ties (the paper assumes none): a pair tied in
+    both rankings agrees (1), a pair tied in one ranking only counts half; tied systems of the estimate are taken
+    in the order given.
     """
     ref = np.asarray(reference, dtype=float)
     est = np.asarray(estimate, dtype=float)
@@ -77,9 +78,11 @@ def tau_ap(reference: Sequence[float], estimate: Sequence[float]) -> float:
     order = np.argsort(-est, kind="stable")
     total = 0.0
     for i in range(1, n):
-        above = ref[order[:i]]
-        mine = ref[order[i]]
-        total += (np.sum(above > mine) + 0.5 * np.sum(above == mine)) / i
+        ref_above, est_above = ref[order[:i]], est[order[:i]]
+        ref_mine, est_mine = ref[order[i]], est[order[i]]
+        est_tied, ref_tied = est_above == est_mine, ref_above == ref_mine
+        agree = np.where(est_tied, np.where(ref_tied, 1.0, 0.5), np.where(ref_tied, 0.5, ref_above > ref_mine))
+        total += float(agree.sum()) / i
     return float(2.0 * total / (n - 1) - 1.0)
 
 
