@@ -44,24 +44,26 @@ def judge(
     n_samples: int = 10,
     backend: str | None = None,
     retry_failed: bool = False,
+    pool: str | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Judge a collection (or subset) under each personality, with and without CoT, storing every request.
 
     Re-running the same run name resumes (limits, subsets and personalities extend or narrow the same run):
     what is judged on the current texts is never asked again. chunk_size: judgments per shard (loaded as they
-    fill). retry_failed: ask again answers this run stored as unreadable or refused.
+    fill). retry_failed: ask again answers this run stored as unreadable or refused. pool: judge the pairs of this
+    judge-run pool (top-K passages of run files no human judged; flows/judge_run.py) instead of the qrels pairs.
     """
     settings = settings or load_settings()
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
     chosen = select_personalities(personalities, settings.personalities_dir)
-    pairs = load_pairs(settings, collection, subset, limit_pairs)
+    pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
         check_endpoint(settings, endpoint)
         config = judge_config(endpoint, n_samples)
-        run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods)
+        run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         store_personalities(settings, chosen)
         with recorded_run(settings, run):
             plan = plan_judgments(run, pairs, chosen, cot_settings, methods)

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from flows.ingest import ingest
+from flows.judge_run import judge_run
 from peras.errors import InputError
+from peras.paths import SAMPLE_DIR
 from tasks.ingest.readers import read_qrels
 from tasks.ingest.run_files import read_run_lines, read_runs
+from tests.helpers import run_cli, snapshot
+from tests.support.fake_openai import FakeOpenAI, instant
+from tests.test_judge import rows, use
 
 TWO_SYSTEMS = "q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n\nq2 0 d3 1 3 bm25\nq1 Q0 d1 1 9e-1 dense\n"
 
@@ -101,3 +108,211 @@ def test_reader_on_a_run_over_the_real_dl19_pairs(shared_data, tmp_path):
     # first and last lines of 2019qrels-pass.txt, as `head`/`tail` show them
     assert frame.row(0) == ("qrels-order", "19335", "1017759", 1, -1.0)
     assert frame.row(-1)[:3] == ("qrels-order", "1133167", "977421")
+
+
+# --- judge-run against the scripted server, on the shipped sample and its two-system run file -------------------
+# peras/data/sample/two-systems.run, top 3 per system and query: s1 {e1, x1, e7} lexical + {x1, e2, x4} neural,
+# s2 {a1, x3, a2} lexical + {x3, x5, a5} neural: 10 distinct pairs, 6 of them in the qrels, 4 unlabelled; the
+# corpus file has x1, x3, x4 (x5 on purpose not), so 3 are judged and x5 (line 12) is reported.
+RUN = SAMPLE_DIR / "two-systems.run"
+CORPUS = SAMPLE_DIR / "unjudged-passages.tsv"
+
+
+@pytest.fixture
+def sample(settings):
+    ingest(preset="sample", settings=settings)
+    return settings
+
+
+def judge(settings, server: FakeOpenAI, run: Path = RUN, depth: int = 3, corpus: Path | None = CORPUS, **kw):
+    """judge-run against the scripted server, one personality without CoT (collection sample unless given)."""
+    return judge_run(
+        collection=kw.pop("collection", "sample"),
+        run_files=[str(run)],
+        depth=depth,
+        corpus=str(corpus) if corpus else None,
+        settings=use(settings, server),
+        personalities=["default"],
+        cot=[False],
+    )
+
+
+@pytest.mark.integration
+def test_judges_exactly_the_unlabelled_top_k_pairs_and_a_rerun_sends_nothing(sample):
+    with FakeOpenAI(instant) as server:
+        first = judge(sample, server)
+        sent = len(server.chat_requests)
+        second = judge(sample, server)
+        assert len(server.chat_requests) == sent == 6  # 3 pairs x (label + verbalized confidence)
+    counts = ("n_lines", "n_systems", "n_top_pairs", "n_labelled", "n_pooled", "n_without_text", "n_unknown_query")
+    assert [first[key] for key in counts] == [13, 2, 10, 6, 3, 1, 0]
+    assert first["examples"] == [f"{RUN}:12: query s2 passage x5: no passage text"]
+    assert (first["run_name"], first["n_planned"], first["n_judged_now"]) == ("sample-runs-fake-model", 3, 3)
+    assert (second["pool_id"], second["n_planned"], second["n_judged_now"], second["n_sent"]) == (
+        first["pool_id"],
+        3,
+        0,
+        0,
+    )
+    assert rows(sample, "select query_id, doc_id, personality, cot from judgments order by all") == [
+        ("s1", "x1", "default", False),
+        ("s1", "x4", "default", False),
+        ("s2", "x3", "default", False),
+    ]
+    assert rows(sample, "select run_name, status, subset_name from judge_runs") == [
+        ("sample-runs-fake-model", "published", None)
+    ]
+    # no human label: every metric leaves them out
+    assert rows(sample, "select count(*) from stg_judgment_facts") == [(0,)]
+    assert rows(sample, "select doc_id, source_path from pool_passages order by 1") == [
+        ("x1", str(CORPUS)),
+        ("x3", str(CORPUS)),
+        ("x4", str(CORPUS)),
+    ]
+
+
+@pytest.mark.integration
+def test_a_deeper_pool_in_the_same_run_asks_only_the_new_pair(sample):
+    with FakeOpenAI(instant) as server:
+        judge(sample, server)
+        sent = len(server.chat_requests)
+        deeper = judge(sample, server, depth=4)
+        # lexical's 4th passage for s1 is x2: the one new pair
+        assert len(server.chat_requests) - sent == 2
+    assert (deeper["n_top_pairs"], deeper["n_pooled"], deeper["n_planned"], deeper["n_judged_now"]) == (11, 4, 4, 1)
+    assert rows(sample, "select count(*), count(distinct doc_id) from judgments") == [(4, 4)]
+
+
+@pytest.mark.integration
+def test_passages_without_text_are_reported_by_line_and_not_judged(sample):
+    with FakeOpenAI(instant) as server:
+        result = judge(sample, server, corpus=None)
+        assert server.chat_requests == []
+    assert (result["n_pooled"], result["n_without_text"], result["n_planned"]) == (0, 4, 0)
+    assert result["examples"] == [
+        f"{RUN}:2: query s1 passage x1: no passage text",
+        f"{RUN}:6: query s2 passage x3: no passage text",
+        f"{RUN}:10: query s1 passage x4: no passage text",
+        f"{RUN}:12: query s2 passage x5: no passage text",
+    ]
+    assert rows(sample, "select count(*) from judgments") == [(0,)]
+
+
+@pytest.mark.integration
+def test_a_query_the_collection_lacks_is_reported(sample, tmp_path):
+    run = tmp_path / "run.txt"
+    run.write_text("s1 Q0 e1 1 2.0 sys\nzz Q0 e1 1 2.0 sys\n")
+    with FakeOpenAI(instant) as server:
+        result = judge(sample, server, run, depth=10, corpus=None)
+    assert (result["n_labelled"], result["n_unknown_query"], result["n_pooled"]) == (1, 1, 0)
+    assert result["examples"] == [f"{run}:2: query zz passage e1: the collection has no such query"]
+
+
+@pytest.mark.integration
+def test_corpus_jsonl_is_streamed_keeping_only_the_needed_passages(sample, tmp_path):
+    # Pyserini's id/contents, gzipped, with passages nobody needs (e1 is the collection's: its text stays)
+    records = [("e1", "another text of e1"), ("x1", "one"), ("zz", "unused"), ("x3", "three"), ("x4", "four")]
+    corpus = tmp_path / "corpus.jsonl.gz"
+    corpus.write_bytes(gzip.compress("".join(json.dumps({"id": i, "contents": t}) + "\n" for i, t in records).encode()))
+    with FakeOpenAI(instant) as server:
+        result = judge(sample, server, corpus=corpus)
+    assert (result["n_pooled"], result["n_from_corpus"]) == (3, 3)
+    assert rows(sample, "select doc_id, text from pool_passages order by 1") == [
+        ("x1", "one"),
+        ("x3", "three"),
+        ("x4", "four"),
+    ]
+    assert rows(sample, "select count(*) from passages where doc_id = 'e1' and text = 'another text of e1'") == [(0,)]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "s1 Q0 e1 1 2.0 sys\ns1 Q0 x1 2 1.0\n",
+            "run.txt:2: expected 6 columns `query_id Q0 doc_id rank score tag`, found 5",
+        ),
+        ("s1 Q0 e1 1 2.0 sys\ns1 Q0 x1 2 1,5 sys\n", "run.txt:2: score '1,5' is not a number"),
+    ],
+)
+def test_a_bad_run_file_is_one_line_and_writes_nothing(sample, tmp_path, capsys, content, message):
+    run = tmp_path / "run.txt"
+    run.write_text(content)
+    before = snapshot(sample.warehouse)
+    result = run_cli(capsys, "judge-run", str(run), "--collection", "sample", "--warehouse", str(sample.warehouse))
+    assert result.exit_code == 1
+    assert result.err == f"error: {tmp_path}/{message}\n"
+    assert snapshot(sample.warehouse) == before
+
+
+@pytest.mark.integration
+def test_cli_prints_the_pool_and_the_judge_line(sample, capsys):
+    with FakeOpenAI(instant) as server:
+        args = ["--base-url", server.base_url, "--model", "fake-model", "--warehouse", str(sample.warehouse)]
+        result = run_cli(
+            capsys,
+            "judge-run",
+            str(RUN),
+            "--collection",
+            "sample",
+            "--depth",
+            "3",
+            "--corpus",
+            str(CORPUS),
+            "--personality",
+            "default",
+            "--cot",
+            "without",
+            *args,
+        )
+    assert result.exit_code == 0, result.err
+    assert result.out == (
+        "13 run lines from 2 system(s): 10 top-K pairs, 6 judged by humans, 3 to judge (3 passage texts from the "
+        "corpus file)\n"
+        "not judged: 1 pair(s) without a passage text, 0 of queries the collection does not hold; first ones:\n"
+        f"  {RUN}:12: query s2 passage x5: no passage text\n"
+        "sample-runs-fake-model: 3 judgments (3 new; 6 requests sent, 0 reused), 0 parse failures; "
+        "model fake-model via openai-compatible\n"
+    )
+
+
+def test_unknown_collection_is_a_usage_error(settings, capsys):
+    result = run_cli(capsys, "judge-run", str(RUN), "--collection", "nope", "--warehouse", str(settings.warehouse))
+    assert (result.exit_code, result.err) == (
+        2,
+        "error: collection 'nope' is not in the warehouse: run `peras ingest nope`\n",
+    )
+
+
+@pytest.mark.integration
+def test_real_dl19_run_judges_exactly_its_unlabelled_top_k(settings, shared_data, tmp_path):
+    # Two systems over the 43 real DL19 topics: `own` ranks each topic's first three judged passages (all labelled),
+    # `shifted` ranks the next topic's (mostly unjudged for this topic); a third, `ghost`, lists a passage id that
+    # is in no file. Top 2: the unlabelled pairs are counted here from the qrels, independently of peras.
+    ingest(preset="dl19", settings=settings)
+    qrels = read_qrels(shared_data / "dl19" / "2019qrels-pass.txt").qrels
+    judged: dict[str, list[str]] = {}
+    for qrel in qrels:
+        judged.setdefault(qrel.query_id, []).append(qrel.doc_id)
+    labelled = {(q.query_id, q.doc_id) for q in qrels}
+    topics = sorted(judged)
+    lines = []
+    for i, topic in enumerate(topics):
+        for system, docs in (("own", judged[topic][:3]), ("shifted", judged[topics[(i + 1) % len(topics)]][:3])):
+            lines += [f"{topic} Q0 {doc} {rank} {3 - rank} {system}\n" for rank, doc in enumerate(docs, start=1)]
+    lines.append(f"{topics[0]} Q0 no-such-passage 1 1.0 ghost\n")
+    run = tmp_path / "dl19-two-systems.run"
+    run.write_text("".join(lines))
+    top2 = {(t, d) for i, t in enumerate(topics) for d in judged[t][:2] + judged[topics[(i + 1) % len(topics)]][:2]}
+    expected = sorted(top2 - labelled)
+    with FakeOpenAI(instant) as server:
+        result = judge(settings, server, run, depth=2, corpus=None, collection="dl19")
+        assert len(server.chat_requests) == 2 * len(expected)
+    assert (result["n_systems"], result["n_top_pairs"], result["n_pooled"]) == (3, len(top2) + 1, len(expected))
+    assert len(expected) == 86
+    assert (result["n_without_text"], result["examples"]) == (
+        1,
+        [f"{run}:{len(lines)}: query {topics[0]} passage no-such-passage: no passage text"],
+    )
+    assert rows(settings, "select query_id, doc_id from judgments order by all") == expected

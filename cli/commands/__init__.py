@@ -4,6 +4,7 @@ COMMAND_MODULES = [
     "demo",
     "ingest",
     "judge",
+    "judge_run",
     "classify",
     "metrics",
     "import_judgments",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 from click.core import ParameterSource
 
@@ -12,6 +15,83 @@ from peras.models import ModelPreset
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
 
+JUDGING_OPTIONS = [
+    click.option(
+        "--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11."
+    ),
+    click.option(
+        "--cot",
+        type=click.Choice(["both", "with", "without"]),
+        default="both",
+        show_default=True,
+        help="Chain-of-thought setting(s).",
+    ),
+    click.option(
+        "--confidence-method",
+        "methods",
+        multiple=True,
+        type=click.Choice(["verbalized", "logprob", "sampling", "self", "certainty", "all"]),
+        help="Confidence method (repeatable; 'all': every method on the same pairs); default verbalized.",
+    ),
+    click.option("--run-name", help="Name of the run (re-using a name resumes it)."),
+    click.option(
+        "--n-samples",
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help="Answers per item for the sampling method.",
+    ),
+    click.option(
+        "--chunk-size",
+        type=click.IntRange(min=1),
+        default=8192,
+        show_default=True,
+        help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging "
+        "goes on.",
+    ),
+    click.option(
+        "--retry-failed",
+        is_flag=True,
+        help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
+    ),
+]
+
+
+def judging_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The judge's options, shared with `peras judge-run`: personalities, CoT, confidence methods, run name, ..."""
+    for option in reversed(JUDGING_OPTIONS):
+        func = option(func)
+    return func
+
+
+def cot_settings_for(cot: str, model_preset: ModelPreset | None) -> list[bool]:
+    """The CoT settings asked: --cot, else the model preset's (the study's settings for the model)."""
+    cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
+    cot_given = click.get_current_context().get_parameter_source("cot") is not ParameterSource.DEFAULT
+    return model_preset.cot_settings if model_preset is not None and not cot_given else cot_settings
+
+
+def judging_parameters(judging: dict[str, Any], model_preset: ModelPreset | None) -> dict[str, Any]:
+    """The judge flow's parameters from the options `judging_options` added, as a command received them."""
+    return {
+        "personalities": list(judging["personalities"]) or None,
+        "cot": cot_settings_for(judging["cot"], model_preset),
+        "confidence_methods": list(judging["methods"]) or None,
+        "run_name": judging["run_name"],
+        "n_samples": judging["n_samples"],
+        "chunk_size": judging["chunk_size"],
+        "retry_failed": judging["retry_failed"],
+    }
+
+
+def judged_line(result: dict[str, Any]) -> str:
+    """What a judge run did, in one line."""
+    return (
+        f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
+        f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
+        f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}"
+    )
+
 
 @click.command()
 @click.argument("collection")
@@ -21,42 +101,8 @@ from tasks.ingest.sources import default_subset
     "balanced for dl19, dl20, dl21; the whole collection otherwise].",
 )
 @click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
-@click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
-@click.option(
-    "--cot",
-    type=click.Choice(["both", "with", "without"]),
-    default="both",
-    show_default=True,
-    help="Chain-of-thought setting(s).",
-)
-@click.option(
-    "--confidence-method",
-    "methods",
-    multiple=True,
-    type=click.Choice(["verbalized", "logprob", "sampling", "self", "certainty", "all"]),
-    help="Confidence method (repeatable; 'all': every method on the same pairs); default verbalized.",
-)
-@click.option("--run-name", help="Name of the run (re-using a name resumes it).")
 @click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")
-@click.option(
-    "--n-samples",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="Answers per item for the sampling method.",
-)
-@click.option(
-    "--chunk-size",
-    type=click.IntRange(min=1),
-    default=8192,
-    show_default=True,
-    help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging goes on.",
-)
-@click.option(
-    "--retry-failed",
-    is_flag=True,
-    help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
-)
+@judging_options
 @endpoint_options
 @model_preset_option
 @settings_options
@@ -96,10 +142,7 @@ def judge(
     if subset is None and not all_topics:
         subset = default_subset(collection)
     check_served(model_preset, settings)
-    cot_settings = {"both": [False, True], "with": [True], "without": [False]}[cot]
-    cot_given = click.get_current_context().get_parameter_source("cot") is not ParameterSource.DEFAULT
-    if model_preset is not None and not cot_given:
-        cot_settings = model_preset.cot_settings  # the study's CoT settings for the model
+    cot_settings = cot_settings_for(cot, model_preset)
     result = run_flow(
         judge_flow,
         tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
@@ -116,11 +159,7 @@ def judge(
         backend=backend,
         settings=settings,
     )
-    click.echo(
-        f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
-        f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
-        f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}"
-    )
+    click.echo(judged_line(result))
 
 
 COMMANDS = [judge]

@@ -38,6 +38,9 @@ foreign_pairs as (
     from run_judgments as j
     inner join judge_runs as r on r.run_id = j.run_id
     anti join qrels as q on q.collection_id = r.collection_id and q.query_id = j.query_id and q.doc_id = j.doc_id
+    -- a pair judge-run pooled from run files (no human label) belongs to the collection too
+    anti join pool_pairs as pp
+        on pp.collection_id = r.collection_id and pp.query_id = j.query_id and pp.doc_id = j.doc_id
 ),
 
 mismatched as (

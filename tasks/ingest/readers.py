@@ -3,7 +3,7 @@
 - qrels: TREC `query_id Q0 doc_id relevance` (the second column may also be `0`), whitespace separated.
 - queries: TSV `query_id<TAB>text`, split on the first tab only.
 - passages: MS MARCO `collection.tsv` (`doc_id<TAB>text`, first tab only) or JSONL with one of the key
-  pairs ("docid", "doc"), ("doc_id", "text"), ("pid", "passage").
+  pairs ("docid", "doc"), ("doc_id", "text"), ("pid", "passage"), ("id", "contents") (Pyserini), ("docid", "text").
 Any of them may be gzipped (detected from the magic bytes, not the name), and may start with a UTF-8
 byte-order mark (Windows editors write one), which is dropped.
 """
@@ -23,7 +23,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = "\ufeff"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 QRELS_ITER_COLUMN = {"Q0", "0"}
-JSONL_KEYS = (("docid", "doc"), ("doc_id", "text"), ("pid", "passage"))
+JSONL_KEYS = (("docid", "doc"), ("doc_id", "text"), ("pid", "passage"), ("id", "contents"), ("docid", "text"))
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,11 @@ def check_methods(methods: list[str] | None) -> list[str]:
 
 
 @task(cache_policy=NO_CACHE)
-def load_pairs(settings: Settings, collection_id: str, subset_name: str | None, limit: int | None) -> Pairs:
-    """The judged pairs of a collection or subset with their texts: {(query_id, doc_id): Pair}."""
+def load_pairs(
+    settings: Settings, collection_id: str, subset_name: str | None, limit: int | None, pool: str | None = None
+) -> Pairs:
+    """The judged pairs of a collection or subset with their texts: {(query_id, doc_id): Pair}; with `pool`, the
+    pairs of that judge-run pool instead (top-K passages of run files that no human judged, sql/judge_run)."""
     params = {"collection_id": collection_id, "subset_name": subset_name}
     with open_migrated(settings.warehouse) as con:
         has_collection, has_subset = run_sql(con, "judge/select_subset_exists", params).fetchone()
@@ -64,7 +67,11 @@ def load_pairs(settings: Settings, collection_id: str, subset_name: str | None, 
             raise UsageError(
                 f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
             )
-        rows = run_sql(con, "judge/select_pairs", params).fetchall()
+        if pool is None:
+            rows = run_sql(con, "judge/select_pairs", params).fetchall()
+        else:
+            pool_params = {"collection_id": collection_id, "pool_id": pool}
+            rows = run_sql(con, "judge_run/select_pool_pairs", pool_params).fetchall()
     rows = rows[:limit] if limit else rows
     return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
 
@@ -114,9 +121,11 @@ def register_run(
     subset_name: str | None,
     config: JudgeConfig,
     methods: list[str],
+    pool: str | None = None,
 ) -> RunIdentity:
-    """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters)."""
-    name = run_name or default_run_name(collection_id, subset_name, config.model)
+    """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters).
+    A run judging judge-run pools is named <collection>-runs-<model> unless named."""
+    name = run_name or default_run_name(collection_id, subset_name or ("runs" if pool else None), config.model)
     params = run_parameters(config, methods)
     with open_migrated(settings.warehouse) as con:
         row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
