@@ -126,6 +126,12 @@ def load_shards(
     return dropped
 
 
+# Stages whose outcomes reference several requests each (a judgment: its label, confidence and sampling requests),
+# checked against them by their own merge (sql/judge/merge_outcomes.sql through judgment_check), not by
+# sql/engine/check_staged_outcomes.sql, which checks an outcome's one `request_id`.
+OWN_OUTCOME_CHECK = frozenset({"judge"})
+
+
 def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: dict[str, Any]) -> int:
     """Requests first (outcomes are checked against them), then outcomes; returns the outcomes left out."""
     if files["requests"]:
@@ -136,7 +142,8 @@ def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: 
         return 0
     run_sql(con, f"{identity.kind}/stage_outcomes", {"paths": files["outcomes"]})
     _refuse_foreign(con, "outcomes", files["outcomes"], params)
-    run_sql(con, "engine/check_staged_outcomes")
+    if identity.kind not in OWN_OUTCOME_CHECK:
+        run_sql(con, "engine/check_staged_outcomes")
     return int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
 
 
