@@ -6,7 +6,6 @@ from typing import Any
 
 from prefect import flow
 
-from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.tasks import (
@@ -28,6 +27,7 @@ from tasks.judge.tasks import (
     register_run,
     summarize,
 )
+from tasks.personas.build_sets import choose_personalities
 from tasks.publish.tasks import publish_analyst_snapshot
 
 
@@ -45,6 +45,7 @@ def judge(
     backend: str | None = None,
     retry_failed: bool = False,
     pool: str | None = None,
+    personality_set: str | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Judge a collection (or subset) under each personality, with and without CoT, storing every request.
@@ -53,11 +54,13 @@ def judge(
     what is judged on the current texts is never asked again. chunk_size: judgments per shard (loaded as they
     fill). retry_failed: ask again answers this run stored as unreadable or refused. pool: judge the pairs of this
     judge-run pool (top-K passages of run files no human judged; flows/judge_run.py) instead of the qrels pairs.
+    personality_set: judge with a stored set (NAME, NAME@VERSION, builtin; `peras personas build`) instead of
+    the built-in and PERAS_PERSONALITIES_DIR personalities.
     """
     settings = settings or load_settings()
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
-    chosen = select_personalities(personalities, settings.personalities_dir)
+    chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:

@@ -102,6 +102,11 @@ def judged_line(result: dict[str, Any]) -> str:
 )
 @click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
 @click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")
+@click.option(
+    "--personality-set",
+    help="Judge with a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
+    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
+)
 @judging_options
 @endpoint_options
 @model_preset_option
@@ -111,6 +116,7 @@ def judge(
     collection: str,
     subset: str | None,
     all_topics: bool,
+    personality_set: str | None,
     personalities: tuple[str, ...],
     cot: str,
     methods: tuple[str, ...],
@@ -134,6 +140,7 @@ def judge(
         peras judge dl19 --subset balanced --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
         peras judge llmjudge --subset test --personality default --personality HA --cot without
         peras judge dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # the study's model and settings
+        peras judge sample --personality-set mine    # a set built with `peras personas build mine`
     """
     from flows.judge import judge as judge_flow
 
@@ -157,6 +164,7 @@ def judge(
         retry_failed=retry_failed,
         n_samples=n_samples,
         backend=backend,
+        personality_set=personality_set,
         settings=settings,
     )
     click.echo(judged_line(result))
