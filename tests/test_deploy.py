@@ -258,7 +258,8 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker, monkey
         f"start a worker: prefect worker start --pool {pool}"
     )
     assert [line.split()[1] for line in lines[1:-1]] == [s.full_name for s in specs]
-    assert "deployed judge/dl19-llama         cron 0 2 * * * UTC" in lines
+    width = max(len(s.full_name) for s in specs)  # names are padded to the longest one
+    assert f"deployed {'judge/dl19-llama':<{width}}  cron 0 2 * * * UTC" in lines
     deploy_s = time.monotonic() - started
     with get_client(sync_client=True) as client:
         judge = client.read_deployment_by_name("judge/dl19-llama")
