@@ -14,7 +14,6 @@ from rich.table import Table
 
 from cli.common import model_and_backend, run_flow, run_tags, settings_options
 from peras.settings import Settings
-from tasks.fuse.tables import comparison_table, disagreement_line
 
 
 def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -122,6 +121,8 @@ def fuse(
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2, default=str))
         return
+    from tasks.fuse.tables import disagreement_line  # polars: not loaded for --help
+
     click.echo(summary_line(summary))
     print_comparison(summary)
     click.echo(disagreement_line(summary["disagreement"]))
@@ -140,6 +141,8 @@ def summary_line(summary: dict[str, Any]) -> str:
 
 def print_comparison(summary: dict[str, Any]) -> None:
     """The comparison as a rich table: values with (delta vs default), the best single judge in [brackets]."""
+    from tasks.fuse.tables import comparison_table
+
     frame = comparison_table(summary["rows"])
     out = Table(caption=escape("(delta against the default judge); [best single judge per metric]"))
     for column in frame.columns:
