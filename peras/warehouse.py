@@ -24,7 +24,7 @@ import duckdb
 
 from peras.errors import PerasError, UsageError
 from peras.paths import SQL_DIR
-from peras.sql import view_files
+from peras.sql import run_sql, view_files
 
 if TYPE_CHECKING:
     from peras.settings import Settings
@@ -214,6 +214,18 @@ def apply_views(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None
             first_path, first_error = failed[0]
             raise RuntimeError(f"cannot create view from {first_path}: {first_error}")
         pending = [path for path, _ in failed]
+
+
+def require_collection(con: duckdb.DuckDBPyConnection, collection_id: str, subset_name: str | None = None) -> None:
+    """Refuse, with what to run, a collection the warehouse lacks or a subset it does not have."""
+    params = {"collection_id": collection_id, "subset_name": subset_name}
+    [(has_collection, has_subset)] = run_sql(con, "warehouse/select_subset_exists", params).fetchall()
+    if not has_collection:
+        raise UsageError(f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`")
+    if not has_subset:
+        raise UsageError(
+            f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
+        )
 
 
 def _strip_comments(text: str) -> str:

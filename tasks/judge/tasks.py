@@ -18,7 +18,7 @@ from peras.errors import CheckFailed, UsageError
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import now, open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
@@ -58,15 +58,7 @@ def load_pairs(
     pairs of that judge-run pool instead (top-K passages of run files that no human judged, sql/judge_run)."""
     params = {"collection_id": collection_id, "subset_name": subset_name}
     with open_migrated(settings.warehouse) as con:
-        has_collection, has_subset = run_sql(con, "judge/select_subset_exists", params).fetchone()
-        if not has_collection:
-            raise UsageError(
-                f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`"
-            )
-        if not has_subset:
-            raise UsageError(
-                f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
-            )
+        require_collection(con, collection_id, subset_name)
         if pool is None:
             rows = run_sql(con, "judge/select_pairs", params).fetchall()
         else:

@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated, transaction
+from peras.warehouse import now, open_migrated, require_collection, transaction
 from tasks.ingest.readers import read_passages
 from tasks.ingest.run_files import read_run_lines
 
@@ -87,13 +87,7 @@ def missing_examples(missing: pl.DataFrame) -> list[str]:
 def classify_pairs(settings: Settings, collection_id: str, top: pl.DataFrame) -> pl.DataFrame:
     """Each top-K pair with is_labelled, has_query, in_passages, in_pool_passages (sql/judge_run)."""
     with open_migrated(settings.warehouse) as con:
-        [(has_collection, _)] = run_sql(
-            con, "judge/select_subset_exists", {"collection_id": collection_id, "subset_name": None}
-        ).fetchall()
-        if not has_collection:
-            raise UsageError(
-                f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`"
-            )
+        require_collection(con, collection_id)
         con.register("top_pairs", top.to_arrow())
         return query_frame(con, "judge_run/select_top_pair_status", {"collection_id": collection_id})
 

@@ -18,7 +18,7 @@ from peras.errors import UsageError
 from peras.prompting import Personality, load_prompt
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import open_migrated
+from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
@@ -44,15 +44,7 @@ def load_judged(settings: Settings, collection_id: str, subset_name: str | None)
     """The judged passages of a collection or subset with their grades and texts."""
     params = {"collection_id": collection_id, "subset_name": subset_name}
     with open_migrated(settings.warehouse) as con:
-        has_collection, has_subset = run_sql(con, "judge/select_subset_exists", params).fetchone()
-        if not has_collection:
-            raise UsageError(
-                f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`"
-            )
-        if not has_subset:
-            raise UsageError(
-                f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
-            )
+        require_collection(con, collection_id, subset_name)
         rows = run_sql(con, "pairwise/select_judged", params).fetchall()
     return Collection(
         [Judged(q, d, int(r)) for q, d, r, _, _ in rows],
