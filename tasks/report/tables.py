@@ -269,7 +269,16 @@ def _oracle_line(singles: pl.DataFrame) -> Line:
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
-    return DASH if mean is None else f"{fmt(mean)} ({fmt(sd)})"
+    """A metric's mean (SD) over trials, in fixed decimals: a mean of 3.7e-17 is a zero in float noise, not a
+    p-value, and reads 0.000."""
+    return DASH if mean is None else f"{fmt_fixed(mean)} ({fmt_fixed(sd)})"
+
+
+def fmt_fixed(value: float | None, digits: int = 3) -> str:
+    """Fixed decimals always (no e-notation, no -0.000); an en dash for null or NaN."""
+    if value is None or math.isnan(value):
+        return DASH
+    return f"{round(value, digits) + 0.0:.{digits}f}"
 
 
 @dataclass(frozen=True)
