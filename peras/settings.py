@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from peras.errors import UsageError
+from peras.lake import is_lake, redacted
 from peras.paths import PROJECT_ROOT
 
 CONFIG_ENV = "PERAS_CONFIG"
@@ -24,7 +25,13 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PERAS_", extra="forbid", validate_assignment=True)
 
-    warehouse: Path = Field(Path("warehouse/peras.duckdb"), description="DuckDB warehouse file")
+    warehouse: Path = Field(
+        Path("warehouse/peras.duckdb"),
+        description="DuckDB warehouse file, or a DuckLake catalog: ducklake:postgres:dbname=... host=... user=...",
+    )
+    lake_data_path: Path | None = Field(
+        None, description="where a new DuckLake warehouse keeps its Parquet files (a directory every host reaches)"
+    )
     data_dir: Path = Field(PROJECT_ROOT.parent / "shared" / "data", description="real collections (presets)")
     shards_dir: Path | None = Field(None, description="append-only judge shards; default: next to the warehouse")
     reports_dir: Path = Field(Path("reports"), description="where `peras report` writes")
@@ -68,6 +75,12 @@ class Settings(BaseSettings):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
+    @field_serializer("warehouse")
+    def _hide_password(self, warehouse: Path, info: FieldSerializationInfo) -> str | Path:
+        # A DuckLake catalog's connection string may carry password=...: hidden wherever settings are shown.
+        # (Passwords belong in PGPASSWORD or ~/.pgpass, which libpq reads on every host.)
+        return redacted(warehouse) if info.mode_is_json() else warehouse
+
     @field_serializer("base_urls")
     def _hide_credentials(self, urls: list[str], info: FieldSerializationInfo) -> list[str]:
         # Settings travel as a flow parameter: Prefect stores its JSON form (UI, API, logs). A key in a URL's
@@ -77,7 +90,12 @@ class Settings(BaseSettings):
     @property
     def shards(self) -> Path:
         """Directory of append-only judge shards."""
-        return self.shards_dir or self.warehouse.parent / "shards"
+        return self.shards_dir or self.local_dir / "shards"
+
+    @property
+    def local_dir(self) -> Path:
+        """This host's working directory beside the warehouse: the file's directory, or ./warehouse for a lake."""
+        return Path("warehouse") if is_lake(self.warehouse) else self.warehouse.parent
 
     @property
     def slots_dir(self) -> Path:

@@ -9,6 +9,7 @@ publishes, and retries while another process holds it. Analysts read a copy inst
 from __future__ import annotations
 
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -18,10 +19,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
+from peras import lake
 from peras.errors import PerasError, UsageError
 from peras.paths import SQL_DIR
 from peras.sql import run_sql, view_files
@@ -46,6 +48,7 @@ STORAGE_FAILURES = {
 CREATE_PERSISTENT = re.compile(r"^(\s*create\s+or\s+replace\s+)(macro|view)\b", re.IGNORECASE | re.MULTILINE)
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def now() -> datetime:
@@ -57,9 +60,17 @@ def now() -> datetime:
 def connect(path: Path, read_only: bool = False, wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the warehouse, waiting up to `wait_s` (default LOCK_WAIT_S) while another process holds its lock.
 
-    A file that cannot be opened (still locked, not a DuckDB file, not writable) is one UsageError line.
+    A file that cannot be opened (still locked, not a DuckDB file, not writable) is one UsageError line. A DuckLake
+    warehouse (`ducklake:...`, peras/lake.py) has no lock to wait for: writers commit concurrently.
     """
-    if read_only and not path.exists():
+    if lake.is_lake(path):
+        con = _open_lake(str(path), read_only)
+        try:
+            yield con
+        finally:
+            con.close()
+        return
+    if read_only and not exists(path):
         raise UsageError(f"no warehouse at {path}: run `peras ingest sample` (or set PERAS_WAREHOUSE) first")
     if not read_only:
         try:
@@ -71,6 +82,25 @@ def connect(path: Path, read_only: bool = False, wait_s: float | None = None) ->
         yield con
     finally:
         con.close()
+
+
+def _open_lake(target: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Attach the lake; a new catalog is created with the settings' data path (PERAS_LAKE_DATA_PATH)."""
+    try:
+        try:
+            return lake.open_lake(target, None, read_only)
+        except duckdb.Error as exc:
+            if "data_path is not set" not in str(exc) or read_only:
+                raise
+        from peras.settings import load_settings
+
+        data_path = load_settings().lake_data_path
+        if data_path is None:
+            raise duckdb.InvalidInputException("data_path is not set")
+        data_path.mkdir(parents=True, exist_ok=True)
+        return lake.open_lake(target, data_path.resolve(), read_only)
+    except (duckdb.Error, FileNotFoundError, OSError) as exc:
+        raise UsageError(lake.open_failure(target, exc)) from None
 
 
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
@@ -87,6 +117,11 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                 continue
             message = lock_message(path, exc, wait_s) if locked else open_failure(path, exc, read_only)
             raise UsageError(message) from None
+
+
+def exists(path: Path) -> bool:
+    """Whether there is a warehouse to read (a DuckLake catalog is taken to exist: connecting says if not)."""
+    return lake.is_lake(path) or path.exists()
 
 
 def lock_message(path: Path, exc: BaseException, waited_s: float) -> str:
@@ -147,6 +182,25 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
     con.execute("commit")
 
 
+def retrying(write: Callable[[], T], attempts: int = 20) -> T:
+    """Run `write` (which opens its own connection and transaction) again while another writer's commit beats it.
+
+    Only a DuckLake warehouse has such conflicts (two transactions deleting from one data file); a DuckDB file has
+    one writer at a time. The whole write is repeated, so it must be idempotent (every loader is).
+    """
+    delay = 0.05
+    for attempt in range(attempts):
+        try:
+            return write()
+        except duckdb.Error as exc:
+            if not lake.is_conflict(exc) or attempt == attempts - 1:
+                raise
+            log.info("warehouse commit conflicted with another writer's; retrying (%d)", attempt + 1)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+    raise AssertionError("unreachable")
+
+
 def migrations() -> list[tuple[int, str, Path]]:
     """Versioned schema files, in order."""
     found = []
@@ -158,25 +212,59 @@ def migrations() -> list[tuple[int, str, Path]]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply the migrations this warehouse lacks, then (re)create every view; return versions applied."""
-    con.execute(
+    """Apply the migrations this warehouse lacks, then (re)create every view; return versions applied.
+
+    On a DuckLake warehouse the migrations run without their key and check constraints (DuckLake has none), several
+    hosts may migrate at once (a migration another host committed first is skipped), and the views are stored in
+    the lake only when their files changed (each statement there is a catalog commit).
+    """
+    on_lake = lake.in_lake(con)
+    schema = (
         "create table if not exists schema_migrations "
         "(version integer primary key, name varchar not null, applied_at timestamp not null)"
     )
-    have = {row[0] for row in con.execute("select version from schema_migrations").fetchall()}
+    con.execute(lake.strip_constraints(schema) if on_lake else schema)
     applied = []
     for version, name, path in migrations():
-        if version in have:
+        if version in _applied_versions(con):
             continue
-        with transaction(con):
-            con.execute(path.read_text(encoding="utf-8"))
-            con.execute(
-                "insert into schema_migrations values ($version, $name, $applied_at)",
-                {"version": version, "name": name, "applied_at": now()},
-            )
+        text = path.read_text(encoding="utf-8")
+        try:
+            with transaction(con):
+                con.execute(lake.strip_constraints(text) if on_lake else text)
+                con.execute(
+                    "insert into schema_migrations values ($version, $name, $applied_at)",
+                    {"version": version, "name": name, "applied_at": now()},
+                )
+        except duckdb.Error as exc:
+            lost_race = on_lake and (lake.is_conflict(exc) or "already exists" in str(exc))
+            if lost_race and version in _applied_versions(con):
+                continue  # another host applied it first
+            raise
         applied.append(version)
-    apply_views(con)
+    if on_lake:
+        _store_lake_views(con)
+    else:
+        apply_views(con)
     return applied
+
+
+def _applied_versions(con: duckdb.DuckDBPyConnection) -> set[int]:
+    return {row[0] for row in con.execute("select version from schema_migrations").fetchall()}
+
+
+def _store_lake_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re)create the views in the lake when sql/*/views changed since they were stored there."""
+    fingerprint = hashlib.sha256(
+        b"".join(path.name.encode() + b"\0" + path.read_bytes() for path in sorted(view_files()))
+    ).hexdigest()
+    con.execute("create table if not exists schema_views (fingerprint varchar not null, applied_at timestamp not null)")
+    stored = con.execute("select fingerprint from schema_views order by applied_at desc limit 1").fetchall()
+    if stored and stored[0][0] == fingerprint:
+        return
+    retrying(lambda: apply_views(con))
+    stamp = {"fingerprint": fingerprint, "applied_at": now()}
+    con.execute("insert into schema_views values ($fingerprint, $applied_at)", stamp)
 
 
 def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
@@ -245,7 +333,7 @@ def ensure_migrated(path: Path, wait_s: float | None = None) -> None:
 
     What a stage that only reads calls first: it then works on a read-only file and never rewrites the views.
     """
-    if path.exists():
+    if exists(path) and not lake.is_lake(path):  # a lake has no lock to spare: migrate() there is cheap when current
         with connect(path, read_only=True, wait_s=wait_s) as con:
             if not pending_migrations(con):
                 return

@@ -177,7 +177,7 @@ def system_sources(runs: pl.DataFrame) -> dict[str, str]:
 
 def runs_dir(settings: Settings, collection_id: str, output_dir: str | None) -> Path:
     """Where built runs go: the directory given, else runs/<collection> beside the warehouse."""
-    return Path(output_dir) if output_dir else settings.warehouse.parent / "runs" / collection_id
+    return Path(output_dir) if output_dir else settings.local_dir / "runs" / collection_id
 
 
 @task(cache_policy=NO_CACHE)

@@ -24,20 +24,28 @@ failed_before as (
     group by all
 ),
 
+-- One row per vote of a sampling judgment (unnested first: DuckDB 1.5 cannot left join on a lateral unnest).
+vote_ids as (
+    select
+        j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method, j.label,
+        unnest(j.sample_request_ids) as vote_request_id
+    from judged as j
+    where j.confidence_method = 'sampling'
+),
+
 votes as (
     select
-        j.run_id, j.query_id, j.doc_id, j.personality, j.cot, j.confidence_method,
+        u.run_id, u.query_id, u.doc_id, u.personality, u.cot, u.confidence_method,
         count(*) as n_votes,
         count(r.request_id) as n_found,
-        count(*) filter (where r.parse_status = 'ok' and r.parsed_value = j.label) as n_for_label_most,
+        count(*) filter (where r.parse_status = 'ok' and r.parsed_value = u.label) as n_for_label_most,
         count(*) filter (
-            where r.parse_status = 'ok' and r.parsed_value = j.label and fb.request_id is null
+            where r.parse_status = 'ok' and r.parsed_value = u.label and fb.request_id is null
         ) as n_for_label_least
-    from judged as j, unnest(j.sample_request_ids) as u(vote_request_id)
+    from vote_ids as u
     left join llm_requests as r on r.request_id = u.vote_request_id
-    left join failed_before as fb on fb.request_id = u.vote_request_id and fb.run_id = j.run_id
-    where j.confidence_method = 'sampling'
-    group by all
+    left join failed_before as fb on fb.request_id = u.vote_request_id and fb.run_id = u.run_id
+    group by u.run_id, u.query_id, u.doc_id, u.personality, u.cot, u.confidence_method
 ),
 
 checked as (
