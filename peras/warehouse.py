@@ -356,8 +356,12 @@ def open_current(path: Path, wait_s: float | None = None) -> Iterator[duckdb.Duc
 def lock_down(con: duckdb.DuckDBPyConnection) -> None:
     """No file but the open database can be read or written on `con`, and that cannot be switched back.
 
-    For analysts' ad-hoc SQL: no COPY TO, no ATTACH, no read_csv('/etc/passwd'), no glob, no extensions.
+    For analysts' ad-hoc SQL: no COPY TO, no ATTACH, no read_csv('/etc/passwd'), no glob, no extensions. On a
+    DuckLake warehouse the lake's data directory stays readable (its tables are Parquet files there).
     """
+    if lake.in_lake(con):
+        [(data_path,)] = run_sql(con, "warehouse/select_lake_data_path").fetchall()
+        con.execute(f"set allowed_directories = [{lake.quoted(str(data_path))}]")
     con.execute("set enable_external_access = false")
     con.execute("set lock_configuration = true")
 

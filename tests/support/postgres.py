@@ -1,6 +1,6 @@
 """A throwaway PostgreSQL server (Debian's package) in a temporary directory: for tests and benchmarks.
 
-with postgres_server(root) as pg:          # unix socket in root/pg, no TCP
+with postgres_server() as pg:              # unix socket in a short /tmp directory, no TCP
     dsn = create_database(pg, "catalog")   # "dbname=catalog host=... port=... user=peras"
 
 PostgreSQL refuses to run as root (`initdb: error: cannot be run as root`); as root the server runs as the
@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -63,22 +64,24 @@ def _free_port() -> int:
 
 
 @contextmanager
-def postgres_server(root: Path, max_connections: int = 100) -> Iterator[Postgres]:
-    """Start a server in root/pg (unix socket only), yield it, stop it (fast shutdown); the files stay in root."""
+def postgres_server(max_connections: int = 100) -> Iterator[Postgres]:
+    """Start a server in a new /tmp directory (unix socket only), yield it, stop it (fast shutdown), delete it.
+
+    /tmp, not a test's tmp_path: a unix socket's path must stay under ~107 bytes, and a server run as `postgres`
+    must be able to reach its directory.
+    """
     reason = missing_reason()
     if reason:
         raise RuntimeError(reason)
     initdb, pg_ctl = str(pg_binary("initdb")), str(pg_binary("pg_ctl"))
     as_user: list[str] = []
-    pg_dir = root / "pg"
-    pg_dir.mkdir(parents=True)
+    pg_dir = Path(tempfile.mkdtemp(prefix="peras-pg-", dir="/tmp"))
     if os.geteuid() == 0:
         import pwd
 
         owner = pwd.getpwnam("postgres")
         as_user = ["runuser", "-u", "postgres", "--"]
-        for path in (root, pg_dir):
-            os.chown(path, owner.pw_uid, owner.pw_gid)
+        os.chown(pg_dir, owner.pw_uid, owner.pw_gid)
     data = pg_dir / "data"
     version = subprocess.run([initdb, "--version"], capture_output=True, text=True, check=True).stdout.strip()
     init = [*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "peras", "-E", "UTF8", "--no-sync"]
@@ -92,6 +95,7 @@ def postgres_server(root: Path, max_connections: int = 100) -> Iterator[Postgres
     finally:
         stop = [*as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"]
         subprocess.run(stop, capture_output=True, check=False)
+        shutil.rmtree(pg_dir, ignore_errors=True)
 
 
 def create_database(pg: Postgres, name: str) -> str:
