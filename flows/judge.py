@@ -14,7 +14,17 @@ from tasks.engine.tasks import (
     identify_warehouse,
     opaque,
     recorded_run,
+    run_counts,
     store_personalities,
+)
+from tasks.judge.fan_out import (
+    beating,
+    check_part_done,
+    part_settings,
+    remote_endpoint,
+    run_parts,
+    split_parts,
+    summarize_fan_out,
 )
 from tasks.judge.tasks import (
     check_judge_run,
@@ -77,3 +87,101 @@ def judge(
     summary = summarize(run, endpoint, len(pairs) * len(chosen) * len(cot_settings) * len(methods), stats, shares)
     publish_judge_artifact(summary, shares)
     return summary
+
+
+@flow(name="judge-fan-out", flow_run_name="judge-fan-out-{collection}", log_prints=True)
+def judge_fan_out(
+    collection: str,
+    parts: int = 2,
+    split_by: str = "personality",
+    subset: str | None = None,
+    personalities: list[str] | None = None,
+    cot: list[bool] | None = None,
+    confidence_methods: list[str] | None = None,
+    run_name: str | None = None,
+    limit_pairs: int | None = None,
+    chunk_size: int = 8192,
+    n_samples: int = 10,
+    backend: str | None = None,
+    pool: str | None = None,
+    personality_set: str | None = None,
+    deployment: str = "judge-part/hosts",
+    max_attempts: int = 3,
+    lost_after_s: float = 60.0,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """The judge run spread over hosts: `parts` child runs of `deployment` (flow judge-part) that any worker of its
+    pool takes, each on its own host's endpoint, committing its own shards; a part whose run fails or whose host is
+    lost (no beat for lost_after_s) is started again (max_attempts), resuming from what was committed. Then the
+    whole run is gated and published here. split_by: personality (groups of personalities) or topic (groups of
+    queries, balanced by pairs). Needs a warehouse every host reaches: a DuckLake catalog (docs/scaling.md).
+    """
+    settings = settings or load_settings()
+    cot_settings = [False, True] if cot is None else cot
+    methods = check_methods(confidence_methods)
+    chosen = choose_personalities(settings, personalities, personality_set)
+    pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
+    warehouse_id = identify_warehouse(settings)
+    endpoint = remote_endpoint(settings, backend)
+    config = judge_config(endpoint, n_samples)
+    run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
+    store_personalities(settings, chosen)
+    with recorded_run(settings, run):
+        split = split_parts(chosen, opaque(pairs), parts, split_by)
+        common = {
+            "collection": collection,
+            "subset": subset,
+            "cot": cot_settings,
+            "confidence_methods": methods,
+            "limit_pairs": limit_pairs,
+            "chunk_size": chunk_size,
+            "n_samples": n_samples,
+            "backend": endpoint.backend,
+            "model": endpoint.model,
+            "pool": pool,
+            "personality_set": personality_set,
+        }
+        done = run_parts(settings, run, split, common, deployment, max_attempts, lost_after_s)
+        plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
+        shares = check_judge_run(settings, run, opaque(plan), config)
+    publish_analyst_snapshot(settings)
+    return summarize_fan_out(run, len(pairs) * len(chosen) * len(cot_settings) * len(methods), shares, done)
+
+
+@flow(name="judge-part", flow_run_name="judge-part-{collection}-{part}", log_prints=True)
+def judge_part(
+    collection: str,
+    run_name: str,
+    part: str,
+    model: str,
+    personalities: list[str] | None = None,
+    topics: list[str] | None = None,
+    subset: str | None = None,
+    cot: list[bool] | None = None,
+    confidence_methods: list[str] | None = None,
+    limit_pairs: int | None = None,
+    chunk_size: int = 8192,
+    n_samples: int = 10,
+    backend: str | None = None,
+    pool: str | None = None,
+    personality_set: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """One part of a fanned-out judge run (started by judge-fan-out), on this worker's endpoint (PERAS_BASE_URLS):
+    asks what the part lacks, commits it, beats while it works; the parent gates and publishes the run."""
+    settings = part_settings(settings or load_settings(model=model), part)
+    cot_settings = [False, True] if cot is None else cot
+    methods = check_methods(confidence_methods)
+    chosen = choose_personalities(settings, personalities, personality_set)
+    pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
+    warehouse_id = identify_warehouse(settings)
+    with serving_endpoint(settings, backend) as endpoint:
+        check_endpoint(settings, endpoint)
+        config = judge_config(endpoint, n_samples)
+        run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
+        with beating(settings, run, part):
+            plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
+            stage = judge_stage(config, chosen, pairs)
+            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size)
+            check_part_done(settings, opaque(plan))
+    return run_counts(run, endpoint, stats) | {"part": part}

@@ -52,10 +52,17 @@ def check_methods(methods: list[str] | None) -> list[str]:
 
 @task(cache_policy=NO_CACHE)
 def load_pairs(
-    settings: Settings, collection_id: str, subset_name: str | None, limit: int | None, pool: str | None = None
+    settings: Settings,
+    collection_id: str,
+    subset_name: str | None,
+    limit: int | None,
+    pool: str | None = None,
+    topics: list[str] | None = None,
 ) -> Pairs:
     """The judged pairs of a collection or subset with their texts: {(query_id, doc_id): Pair}; with `pool`, the
-    pairs of that judge-run pool instead (top-K passages of run files that no human judged, sql/judge_run)."""
+    pairs of that judge-run pool instead (top-K passages of run files that no human judged, sql/judge_run).
+    `topics` keeps the pairs of those queries only, after the limit (a part of a fanned-out run, which must plan
+    exactly what the whole run planned)."""
     params = {"collection_id": collection_id, "subset_name": subset_name}
     with open_migrated(settings.warehouse) as con:
         require_collection(con, collection_id, subset_name)
@@ -65,7 +72,8 @@ def load_pairs(
             pool_params = {"collection_id": collection_id, "pool_id": pool}
             rows = run_sql(con, "judge_run/select_pool_pairs", pool_params).fetchall()
     rows = rows[:limit] if limit else rows
-    return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
+    keep = None if topics is None else set(topics)
+    return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows if keep is None or q in keep}
 
 
 def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:

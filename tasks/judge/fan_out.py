@@ -1,0 +1,221 @@
+"""A judge run spread over hosts: parts run as child flow runs any worker of a pool can take, watched by the parent.
+
+The parent (flows/judge.py `judge_fan_out`) claims the run, splits it into parts (personality groups or topic
+groups), starts one `judge-part` flow run per part through `run_deployment`, and waits. Each child asks its part
+through the engine on its own host's endpoint, journals shards in its own directory and commits them itself
+(on a DuckLake warehouse, concurrently with the other hosts). While it works it writes a beat every
+`BEAT_INTERVAL_S` (table judge_part_beats). A part whose child run failed or crashed, or whose beats stopped for
+`lost_after_s` (its host died: nobody is left to report it), is started again, up to `max_attempts` times; the new
+child resumes from what was committed, as any judge run does. Then the parent gates and publishes the whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, cast
+
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from peras.errors import CheckFailed, UsageError
+from peras.prompting import Personality
+from peras.settings import Settings
+from peras.sql import run_sql
+from peras.warehouse import connect, now, retrying
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.spec import Plan, RunIdentity
+from tasks.engine.tasks import count_pending
+from tasks.judge.asking import Pairs
+
+BEAT_INTERVAL_S = 5.0
+SPLITS = ("personality", "topic")
+
+
+@dataclass
+class Part:
+    """One child run's share of the run: personality codes and (when split by topic) query ids."""
+
+    name: str
+    personalities: list[str]
+    topics: list[str] | None = None
+    attempts: list[str] = field(default_factory=list)  # the flow runs started for it, in order
+
+
+def remote_endpoint(settings: Settings, backend: str | None) -> Endpoint:
+    """What a fanned-out run asks: the model every host serves (each child finds its own host's server)."""
+    if not settings.model:
+        raise UsageError(
+            "a fanned-out run needs --model (the model every host's server serves; each worker's PERAS_BASE_URLS "
+            "points at its own server)"
+        )
+    return Endpoint(settings.base_urls, settings.model, backend or "openai-compatible")
+
+
+def split_parts(personalities: list[Personality], pairs: Pairs, parts: int, split_by: str) -> list[Part]:
+    """`parts` groups of personalities (round robin) or of topics (by query id order, balanced by pairs)."""
+    if split_by not in SPLITS:
+        raise UsageError(f"--split-by must be one of {', '.join(SPLITS)}, not {split_by!r}")
+    if parts < 1:
+        raise UsageError(f"--parts must be at least 1, not {parts}")
+    codes = [p.code for p in personalities]
+    if split_by == "personality":
+        groups = [codes[i::parts] for i in range(min(parts, len(codes)))]
+        return [Part(f"p{i + 1}-of-{len(groups)}", group) for i, group in enumerate(groups)]
+    counts: dict[str, int] = {}
+    for query_id, _ in pairs:
+        counts[query_id] = counts.get(query_id, 0) + 1
+    n = min(parts, len(counts))
+    loads = [0] * n
+    topics: list[list[str]] = [[] for _ in range(n)]
+    for query_id in sorted(counts, key=lambda q: (-counts[q], q)):  # largest first onto the lightest part
+        lightest = loads.index(min(loads))
+        topics[lightest].append(query_id)
+        loads[lightest] += counts[query_id]
+    return [Part(f"t{i + 1}-of-{n}", codes, sorted(group)) for i, group in enumerate(topics)]
+
+
+@task(cache_policy=NO_CACHE)
+def run_parts(
+    settings: Settings,
+    run: RunIdentity,
+    parts: list[Part],
+    parameters: dict[str, Any],
+    deployment: str,
+    max_attempts: int,
+    lost_after_s: float,
+    poll_s: float = 2.0,
+) -> list[Part]:
+    """Start a child flow run per part, wait for all, start again a part whose run failed or whose host was lost."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.objects import FlowRun
+    from prefect.deployments import run_deployment
+    from prefect.states import Crashed
+
+    log = get_run_logger()
+
+    def start(part: Part) -> None:
+        # Called from sync code, run_deployment returns the FlowRun itself, not a coroutine.
+        child = cast(
+            FlowRun,
+            run_deployment(
+                name=deployment,
+                parameters=parameters
+                | {
+                    "run_name": run.run_name,
+                    "part": part.name,
+                    "personalities": part.personalities,
+                    "topics": part.topics,
+                },
+                timeout=0,
+                flow_run_name=f"judge-part-{run.run_name}-{part.name}-a{len(part.attempts) + 1}",
+                tags=["peras", "stage:judge", f"part:{part.name}"],
+            ),
+        )
+        part.attempts.append(str(child.id))
+        log.info("part %s: flow run %s (attempt %d)", part.name, child.id, len(part.attempts))
+
+    def retry(part: Part, why: str) -> None:
+        if len(part.attempts) >= max_attempts:
+            raise CheckFailed(
+                f"part {part.name} of judge run {run.run_name} {why} on each of its {max_attempts} attempts "
+                f"(flow runs {', '.join(part.attempts)}); what was committed is kept: run the same command to resume"
+            )
+        log.warning("part %s %s (flow run %s); starting it again", part.name, why, part.attempts[-1])
+        start(part)
+
+    try:
+        for part in parts:
+            start(part)
+    except Exception as exc:  # no such deployment, no server: one line, not Prefect's traceback
+        raise UsageError(f"cannot start the parts through deployment {deployment!r}: {exc}") from None
+    pending = list(parts)
+    with get_client(sync_client=True) as client:
+        while pending:
+            time.sleep(poll_s)
+            beats = last_beats(settings, run)
+            for part in list(pending):
+                flow_run = client.read_flow_run(part.attempts[-1])  # type: ignore[arg-type]
+                state = flow_run.state
+                if state is None:
+                    continue
+                if state.is_completed():
+                    pending.remove(part)
+                elif state.is_final():
+                    retry(part, f"ended {state.name}: {state.message or ''}".strip())
+                elif state.is_running() and is_lost(beats.get(part.attempts[-1]), state.timestamp, lost_after_s):
+                    message = f"no beat for {lost_after_s:.0f} s: its host is taken as lost"
+                    client.set_flow_run_state(part.attempts[-1], Crashed(message=message), force=True)
+                    retry(part, "was lost")
+    return parts
+
+
+def is_lost(last_beat: Any, running_since: Any, lost_after_s: float) -> bool:
+    """A running child that has not beaten for `lost_after_s` (counted from its start if it never beat)."""
+    since = last_beat if last_beat is not None else running_since.replace(tzinfo=None)
+    return bool(now() - since > timedelta(seconds=lost_after_s))
+
+
+def last_beats(settings: Settings, run: RunIdentity) -> dict[str, Any]:
+    """flow run id -> its last beat (naive UTC)."""
+    with connect(settings.warehouse, read_only=True) as con:
+        return dict(run_sql(con, "judge/select_part_beats", {"run_id": run.run_id}).fetchall())
+
+
+@contextlib.contextmanager
+def beating(settings: Settings, run: RunIdentity, part: str) -> Iterator[None]:
+    """Write a beat for this child run every BEAT_INTERVAL_S while the block runs (a failed write is skipped)."""
+    from prefect.runtime import flow_run
+
+    row = {"run_id": run.run_id, "part": part, "flow_run_id": str(flow_run.id), "host": socket.gethostname()}
+    stop = threading.Event()
+
+    def beat() -> None:
+        with connect(settings.warehouse) as con:
+            run_sql(con, "judge/insert_part_beat", row | {"beat_at": now()})
+
+    def loop() -> None:
+        while True:
+            with contextlib.suppress(Exception):  # a missed beat is one beat; the parent allows many
+                retrying(beat)
+            if stop.wait(BEAT_INTERVAL_S):
+                return
+
+    thread = threading.Thread(target=loop, name=f"beat-{part}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+def part_settings(settings: Settings, part: str) -> Settings:
+    """A part journals in its own shard directory: two parts of one run on one host never load each other's files."""
+    return settings.model_copy(update={"shards_dir": settings.shards / "parts" / part})
+
+
+@task(cache_policy=NO_CACHE)
+def check_part_done(settings: Settings, plan: Plan) -> None:
+    """Every item of the part has a stored outcome (else the child fails, and the parent starts it again)."""
+    left = count_pending(settings, plan)
+    if left:
+        raise CheckFailed(f"{left} item(s) of this part have no stored outcome; the part will be asked again")
+
+
+def summarize_fan_out(run: RunIdentity, n_planned: int, shares: Any, parts: list[Part]) -> dict[str, Any]:
+    """What the parent reports: the run, what it planned, its failures, and the flow runs each part took."""
+    failures = int(shares["n_failures"].sum()) if shares.height else 0
+    return {
+        "run_name": run.run_name,
+        "run_id": run.run_id,
+        "model": run.model,
+        "n_planned": n_planned,
+        "n_failures": failures,
+        "parts": {part.name: part.attempts for part in parts},
+    }
