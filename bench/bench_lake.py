@@ -1,7 +1,8 @@
 """The DuckLake warehouse (PostgreSQL catalog, Parquet data) against the default DuckDB-file warehouse.
 
-1. The same run on both: `peras judge dl19 --cot without` (11 personalities, verbalized confidence, default chunk
-   size; 101,860 judgments with all 9,260 pairs) against the instant scripted server, on a freshly ingested
+1. The same run on both: `peras judge dl19 --all-topics --cot without` (all 43 topics, not the default balanced
+   subset; 11 personalities, verbalized confidence, default chunk size; 101,860 judgments with all 9,260 pairs)
+   against the instant scripted server, on a freshly ingested
    DuckDB file and on a freshly ingested DuckLake (catalog in a real PostgreSQL, tests/support/postgres.py; data in
    a temporary directory). Wall time, judgments/s, peak RSS of the `peras judge` process (GNU time), CPU time, the
    Parquet files the lake holds afterwards, and the final counts of judgments and llm_requests (equal on both, or
@@ -81,10 +82,10 @@ def latency(values: list[float]) -> dict[str, Any]:
 
 
 def judge_command(base_url: str, limit_pairs: int | None) -> list[str]:
-    """`peras judge dl19 --cot without` under GNU time (its peak RSS and wall time on stderr's last line)."""
+    """`peras judge dl19 --all-topics --cot without` under GNU time (peak RSS, wall and CPU time on stderr)."""
     limit = ["--limit-pairs", str(limit_pairs)] if limit_pairs else []
     judge = peras_command(
-        "judge", COLLECTION, "--cot", "without", "--base-url", base_url, "--model", DEFAULT_MODEL,
+        "judge", COLLECTION, "--all-topics", "--cot", "without", "--base-url", base_url, "--model", DEFAULT_MODEL,
         "--run-name", "bench-lake", *limit,
     )  # fmt: skip
     return ["/usr/bin/time", "-f", "%M %e %U %S", *judge]
@@ -391,6 +392,7 @@ def run(rounds: int = 2, limit_pairs: int | None = None, commits: int = 50) -> d
             "personalities": PERSONALITIES,
             "cot": "without",
             "confidence_method": "verbalized",
+            "topics": "all (--all-topics)",
             "limit_pairs": limit_pairs,
             "judgments": stored[0][0],
             "llm_requests": stored[0][1],
