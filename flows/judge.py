@@ -127,7 +127,7 @@ def judge_fan_out(
     run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
     store_personalities(settings, chosen)
     with recorded_run(settings, run):
-        split = split_parts(chosen, opaque(pairs), parts, split_by)
+        split = split_parts(chosen, pairs, parts, split_by)
         common = {
             "collection": collection,
             "subset": subset,

@@ -1,0 +1,286 @@
+"""A judge run spread over hosts: two Prefect workers in their own directories (standing in for GPU hosts, each with
+its own scripted LLM server) take the parts of a run from a real Prefect server and commit them concurrently into a
+DuckLake warehouse whose catalog is in a real PostgreSQL; one host is killed with SIGKILL mid-run."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import run_cli
+from tests.support.fake_openai import FakeOpenAI, Reply, instant
+from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server
+
+pytestmark = pytest.mark.integration
+if missing_reason():
+    pytest.skip(str(missing_reason()), allow_module_level=True)
+
+MODEL = "fake-model"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[Postgres]:
+    with postgres_server() as server:
+        yield server
+
+
+@pytest.fixture
+def lake(pg: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new DuckLake warehouse (catalog database in PostgreSQL, data under tmp_path) with the sample ingested."""
+    target = f"ducklake:postgres:{create_database(pg, f'lake_{uuid.uuid4().hex[:8]}')}"
+    monkeypatch.setenv("PERAS_WAREHOUSE", target)
+    monkeypatch.setenv("PERAS_LAKE_DATA_PATH", str(tmp_path / "lake-data"))
+    monkeypatch.setenv("PERAS_SHARDS_DIR", str(tmp_path / "parent-shards"))
+    monkeypatch.setenv("PERAS_ANALYST_SNAPSHOT", "false")
+    return target
+
+
+def slow(request: dict[str, Any]) -> Reply:
+    """The instant answers, after 40 ms: a part takes long enough to be killed in the middle."""
+    return Reply(instant(request), delay_s=0.04)
+
+
+@dataclass
+class Host:
+    name: str
+    directory: Path
+    worker: subprocess.Popen[bytes]
+    server: FakeOpenAI
+
+    def processes(self) -> list[int]:
+        """The worker and every process below it (the flow runs it started)."""
+        children: dict[int, list[int]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                children.setdefault(ppid, []).append(int(entry.name))
+        found, todo = [], [self.worker.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            todo += children.get(pid, [])
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its flow runs at once: the host is gone."""
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.worker.wait(timeout=30)
+
+
+@pytest.fixture
+def hosts(lake: str, tmp_path: Path) -> Iterator[Any]:
+    """start(name, pool): a worker on `pool` in its own directory, its own LLM server, shards and request slots."""
+    started: list[Host] = []
+
+    def start(name: str, pool: str) -> Host:
+        directory = tmp_path / name
+        directory.mkdir()
+        server = FakeOpenAI(slow, models=[MODEL]).__enter__()
+        env = {
+            **os.environ,
+            "PERAS_BASE_URLS": server.base_url,
+            "PERAS_SHARDS_DIR": str(directory / "shards"),
+            "PERAS_ENDPOINT_SLOTS_DIR": str(directory / "slots"),
+            "PERAS_CONCURRENCY": "4",
+            "PREFECT_WORKER_QUERY_SECONDS": "1",
+        }
+        with (directory / "worker.log").open("wb") as log:
+            worker = subprocess.Popen(
+                # at most two flow runs at once: both hosts get parts (else one fast poller may take them all)
+                [sys.executable, "-m", "prefect", "worker", "start", "--pool", pool, "--name", name, "--limit", "2"],
+                cwd=directory,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        host = Host(name, directory, worker, server)
+        started.append(host)
+        return host
+
+    yield start
+    for host in started:
+        if host.worker.poll() is None:
+            host.worker.terminate()
+            try:
+                host.worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                host.kill()
+        host.server.__exit__(None, None, None)
+
+
+def deploy_parts(capsys: pytest.CaptureFixture[str]) -> str:
+    """`peras deploy --name judge-part/hosts --pool POOL`, as docs/scaling.md says; the pool's name."""
+    pool = f"peras-hosts-{uuid.uuid4().hex[:8]}"
+    result = run_cli(capsys, "deploy", "--name", "judge-part/hosts", "--pool", pool)
+    assert result.exit_code == 0, result.err
+    assert run_cli(capsys, "ingest", "sample").exit_code == 0
+    return pool
+
+
+def rows(sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    from peras.settings import load_settings
+    from peras.warehouse import connect
+
+    with connect(load_settings().warehouse, read_only=True) as con:
+        return con.execute(sql, params or {}).fetchall()
+
+
+class Analyst(threading.Thread):
+    """Counts the judgments every 0.3 s on its own read-only connection while the run goes on."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.counts: list[int] = []
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        from peras.settings import load_settings
+        from peras.warehouse import connect
+
+        with connect(load_settings().warehouse, read_only=True) as con:
+            while not self.stop.is_set():
+                try:
+                    con.execute("begin transaction")
+                    self.counts.append(int(con.execute("select count(*) from judgments").fetchone()[0]))
+                    con.execute("commit")
+                except Exception as exc:  # noqa: BLE001 - any failure is what the test reports
+                    self.errors.append(str(exc))
+                    con.execute("rollback")
+                time.sleep(0.3)
+
+
+def flow_states(flow_run_ids: list[str]) -> list[str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return [str(client.read_flow_run(uuid.UUID(i)).state_name) for i in flow_run_ids]
+
+
+def test_a_run_spread_over_two_hosts_survives_one_killed_mid_run(lake, hosts, capsys):
+    from flows.judge import judge_fan_out
+    from peras.settings import load_settings
+
+    pool = deploy_parts(capsys)
+    doomed, survivor = hosts("host-a", pool), hosts("host-b", pool)
+    analyst = Analyst()
+    analyst.start()
+    outcome: dict[str, Any] = {}
+
+    def parent() -> None:
+        try:
+            outcome["summary"] = judge_fan_out(
+                collection="sample",
+                parts=4,
+                cot=[False],
+                run_name="spread",
+                deployment="judge-part/hosts",
+                lost_after_s=15,
+                settings=load_settings(model=MODEL),
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=parent)
+    thread.start()
+    # Kill host-a once it is in the middle of a part: its flow run is running and has committed judgments.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not (
+        len(doomed.processes()) > 1 and analyst.counts and analyst.counts[-1] > 40
+    ):
+        time.sleep(0.2)
+    assert len(doomed.processes()) > 1, (
+        (doomed.directory / "worker.log").read_text()[-3000:],
+        (survivor.directory / "worker.log").read_text()[-3000:],
+        outcome,
+        analyst.counts[-5:],
+        analyst.errors[:3],
+    )
+    committed_at_kill = analyst.counts[-1]
+    doomed.kill()
+    thread.join(timeout=600)
+    analyst.stop.set()
+    analyst.join(timeout=30)
+    assert "error" not in outcome, f"{outcome.get('error')}\n{(survivor.directory / 'worker.log').read_text()[-3000:]}"
+
+    summary = outcome["summary"]
+    assert (summary["n_planned"], summary["n_failures"]) == (40 * 11, 0)
+    # exactly the planned judgments, each once, and the run published
+    assert rows(
+        "select count(*), count(distinct (query_id, doc_id, personality, cot, confidence_method)) from judgments"
+    ) == [(440, 440)]
+    assert rows("select status from judge_runs where run_name = 'spread'") == [("published",)]
+    # the killed host's part was started again, on the survivor, and its first flow run is marked crashed
+    retried = {part: runs for part, runs in summary["parts"].items() if len(runs) > 1}
+    assert len(retried) >= 1 and all(len(runs) == 2 for runs in retried.values()), summary["parts"]
+    assert {flow_states(runs)[0] for runs in retried.values()} == {"Crashed"}
+    assert {flow_states(runs)[1] for runs in retried.values()} == {"Completed"}
+    # what the killed host had committed was kept, not asked again: the survivor's server answered the rest only
+    survivor_asked = len(survivor.server.chat_requests)
+    doomed_asked = len(doomed.server.chat_requests)
+    assert survivor_asked + doomed_asked >= 2 * 440  # label and confidence per judgment, some asked twice
+    assert committed_at_kill > 40
+    # the analyst read all along without an error, and never saw the count go back
+    assert analyst.errors == []
+    assert analyst.counts == sorted(analyst.counts) and analyst.counts[-1] == 440
+
+
+def test_two_spread_runs_at_once_split_by_topic_each_complete_exactly(lake, hosts, capsys):
+    from flows.judge import judge_fan_out
+    from peras.settings import load_settings
+
+    pool = deploy_parts(capsys)
+    hosts("host-a", pool), hosts("host-b", pool)
+    results: dict[str, Any] = {}
+
+    def parent(name: str, personalities: list[str]) -> None:
+        try:
+            results[name] = judge_fan_out(
+                collection="sample",
+                parts=3,
+                split_by="topic",
+                personalities=personalities,
+                cot=[False, True],
+                run_name=name,
+                deployment="judge-part/hosts",
+                settings=load_settings(model=MODEL),
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            results[name] = exc
+
+    threads = [
+        threading.Thread(target=parent, args=("first", ["default", "HO"])),
+        threading.Thread(target=parent, args=("second", ["LN"])),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert not any(isinstance(r, BaseException) for r in results.values()), results
+    assert {name: (r["n_planned"], r["n_failures"], len(r["parts"])) for name, r in results.items()} == {
+        "first": (40 * 2 * 2, 0, 3),
+        "second": (40 * 1 * 2, 0, 3),
+    }
+    assert rows(
+        "select r.run_name, r.status, count(*), count(distinct (j.query_id, j.doc_id, j.personality, j.cot)) "
+        "from judgments as j join judge_runs as r using (run_id) group by all order by 1"
+    ) == [("first", "published", 160, 160), ("second", "published", 80, 80)]
