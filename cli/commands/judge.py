@@ -93,6 +93,15 @@ def judged_line(result: dict[str, Any]) -> str:
     )
 
 
+def spread_line(result: dict[str, Any]) -> str:
+    """What a run spread over hosts did, in one line."""
+    again = sum(len(runs) - 1 for runs in result["parts"].values())
+    return (
+        f"{result['run_name']}: {result['n_planned']:,} judgments in {len(result['parts'])} parts "
+        f"({again} started again), {result['n_failures']:,} parse failures; model {result['model']}; published"
+    )
+
+
 @click.command()
 @click.argument("collection")
 @click.option(
@@ -106,6 +115,25 @@ def judged_line(result: dict[str, Any]) -> str:
     "--personality-set",
     help="Judge with a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
     "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
+)
+@click.option(
+    "--parts",
+    type=click.IntRange(min=1),
+    help="Spread the run over hosts: N child runs of --deployment that the workers of its pool take, each on its "
+    "own host's LLM server (needs a DuckLake warehouse every host reaches: docs/scaling.md).",
+)
+@click.option(
+    "--split-by",
+    type=click.Choice(["personality", "topic"]),
+    default="personality",
+    show_default=True,
+    help="With --parts: split into groups of personalities or of topics.",
+)
+@click.option(
+    "--deployment",
+    default="judge-part/hosts",
+    show_default=True,
+    help="With --parts: the judge-part deployment the parts run as.",
 )
 @judging_options
 @endpoint_options
@@ -127,6 +155,9 @@ def judge(
     chunk_size: int,
     retry_failed: bool,
     model_preset: ModelPreset | None,
+    parts: int | None,
+    split_by: str,
+    deployment: str,
 ) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
@@ -141,8 +172,10 @@ def judge(
         peras judge llmjudge --subset test --personality default --personality HA --cot without
         peras judge dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # the study's model and settings
         peras judge sample --personality-set mine    # a set built with `peras personas build mine`
+        peras judge dl19 --model meta-llama/Llama-3.1-8B-Instruct --parts 4   # over the hosts' workers
     """
     from flows.judge import judge as judge_flow
+    from flows.judge import judge_fan_out
 
     if subset is not None and all_topics:
         raise UsageError("give --subset or --all-topics, not both")
@@ -150,6 +183,30 @@ def judge(
         subset = default_subset(collection)
     check_served(model_preset, settings)
     cot_settings = cot_settings_for(cot, model_preset)
+    if parts is not None:
+        if retry_failed:
+            raise UsageError("--retry-failed is not available with --parts: run it without --parts on one host")
+        spread = run_flow(
+            judge_fan_out,
+            tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
+            collection=collection,
+            parts=parts,
+            split_by=split_by,
+            subset=subset,
+            personalities=list(personalities) or None,
+            cot=cot_settings,
+            confidence_methods=list(methods) or None,
+            run_name=run_name,
+            limit_pairs=limit_pairs,
+            chunk_size=chunk_size,
+            n_samples=n_samples,
+            backend=backend,
+            personality_set=personality_set,
+            deployment=deployment,
+            settings=settings,
+        )
+        click.echo(spread_line(spread))
+        return
     result = run_flow(
         judge_flow,
         tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
