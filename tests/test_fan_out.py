@@ -286,3 +286,25 @@ def test_two_spread_runs_at_once_split_by_topic_each_complete_exactly(lake, host
         "select r.run_name, r.status, count(*), count(distinct (j.query_id, j.doc_id, j.personality, j.cot)) "
         "from judgments as j join judge_runs as r using (run_id) group by all order by 1"
     ) == [("first", "published", 160, 160), ("second", "published", 80, 80)]
+
+
+def test_a_judgment_stored_twice_on_a_lake_stops_the_gate(lake, capsys):
+    """Without keys, two writers could both store one judgment: the gate names it instead of counting it twice."""
+    from peras.settings import load_settings
+    from peras.warehouse import connect
+
+    assert run_cli(capsys, "ingest", "sample").exit_code == 0
+    with FakeOpenAI(instant, models=[MODEL]) as server:
+        common = ["judge", "sample", "--base-url", server.base_url, "--model", MODEL, "--limit-pairs", "2"]
+        common += ["--personality", "default", "--cot", "without", "--run-name", "twice"]
+        first = run_cli(capsys, *common)
+        assert first.exit_code == 0, first.err
+        with connect(load_settings().warehouse) as con:
+            con.execute("insert into judgments select * from judgments where doc_id = 'e2'")
+        again = run_cli(capsys, *common)
+    assert again.exit_code != 0
+    assert again.err.strip() == (
+        "error: judge gate failed; run not published (its judgments are kept for inspection): "
+        "[judgment stored twice] s1 e2 default cot=false verbalized (2 copies)"
+    )
+    assert rows("select status from judge_runs where run_name = 'twice'") == [("failed_check",)]

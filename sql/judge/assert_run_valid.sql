@@ -82,8 +82,31 @@ failure_share as (
     having count(*) filter (where status != 'ok') > $max_share * count(*)
 ),
 
+-- A DuckLake warehouse has no keys: two writers committing the same judgment or request at once would both store
+-- it (a DuckDB file's primary keys refuse the second). Either is a problem, never silently counted twice.
+twice as (
+    select 'judgment stored twice' as problem,
+           format('{} {} {} cot={} {} ({} copies)', query_id, doc_id, personality, cot, confidence_method,
+                  count(*)) as detail
+    from run_judgments
+    group by query_id, doc_id, personality, cot, confidence_method
+    having count(*) > 1
+),
+
+requests_twice as (
+    select 'request stored twice' as problem, format('{} ({} copies)', r.request_id, count(*)) as detail
+    from llm_requests as r
+    where r.request_id in (
+        select label_request_id from run_judgments union select confidence_request_id from run_judgments
+    )
+    group by r.request_id
+    having count(*) > 1
+),
+
 final as (
     select * from missing
+    union all select * from twice
+    union all select * from requests_twice
     union all select * from stale
     union all select * from foreign_pairs
     union all select * from mismatched
