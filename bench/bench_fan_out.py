@@ -381,7 +381,12 @@ def result_of(
             "rounds": options.rounds,
             "workers": list(options.workers),
         },
-        "command": " ".join(["bench/bench_fan_out.py", *sys.argv[1:]]),
+        "command": (
+            f".venv/bin/python bench/bench_fan_out.py --rounds {options.rounds} "
+            f"--workers {' '.join(map(str, options.workers))} --parts {options.parts} "
+            f"--limit-pairs {options.limit_pairs} --delay-s {options.delay_s:g} --worker-limit {options.worker_limit} "
+            f"--worker-poll-s {options.worker_poll_s:g}"
+        ),
         "runs": runs,
         "summary": summary,
         "headline": [
@@ -407,7 +412,8 @@ def result_of(
     }
 
 
-def main() -> None:
+def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (run_all.py passes [] for the defaults)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="rounds over every configuration (default 2)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts (default 1 2 4)")
@@ -416,9 +422,13 @@ def main() -> None:
     parser.add_argument("--delay-s", type=float, default=0.0, help="each server's answer delay (default 0: instant)")
     parser.add_argument("--worker-limit", type=int, default=1, help="flow runs at once per worker (default 1)")
     parser.add_argument("--worker-poll-s", type=float, default=10.0, help="PREFECT_WORKER_QUERY_SECONDS (default 10)")
-    options = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    """Run every configuration and write bench/results/fan-out-<date>.json."""
     started = machine()
-    finish("fan-out", run(options), started)
+    finish("fan-out", run(parse_options()), started)
 
 
 if __name__ == "__main__":

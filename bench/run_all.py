@@ -1,4 +1,4 @@
-"""Run the six benchmarks side by side, print one short table, write each result and bench/results/all-<date>.json
+"""Run the seven benchmarks side by side, print one short table, write each result and bench/results/all-<date>.json
 (the summary of every benchmark result of the day).
 
 1. ceiling vs pipeline on the embedded llama.cpp server   (bench_ceiling.py; ~10 min on 2 cores)
@@ -7,6 +7,7 @@
 4. metric views over 1,000,000 judgments                 (bench_metrics.py; ~1 min)
 5. the 50-trial classifier protocol on 4,304 pairs        (bench_classify.py; ~1 min)
 6. DuckLake vs DuckDB-file warehouse (judge, commits, reads) (bench_lake.py; ~25 min; needs PostgreSQL)
+7. a judge run spread over 1, 2, 4 Prefect workers      (bench_fan_out.py; ~25 min; needs PostgreSQL)
 
 Needs `scripts/setup_local_model.sh` (1-3), ../shared/data (2) and py-spy for the profile (`pip install -e .[bench]`).
 
@@ -25,10 +26,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bench_ceiling, bench_classify, bench_lake, bench_metrics, bench_overhead, bench_prefix  # noqa: E402
+from bench import (  # noqa: E402
+    bench_ceiling,
+    bench_classify,
+    bench_fan_out,
+    bench_lake,
+    bench_metrics,
+    bench_overhead,
+    bench_prefix,
+)
 from bench.common import RESULTS, machine, print_headlines, write_result  # noqa: E402
 
-NAMES = ("ceiling", "overhead", "prefix", "metrics", "classify", "lake")
+NAMES = ("ceiling", "overhead", "prefix", "metrics", "classify", "lake", "fan-out")
 
 
 def main() -> None:
@@ -55,8 +64,10 @@ def main() -> None:
             results[name] = bench_metrics.run()
         elif name == "classify":
             results[name] = bench_classify.run()
-        else:
+        elif name == "lake":
             results[name] = bench_lake.run()
+        else:
+            results[name] = bench_fan_out.run(bench_fan_out.parse_options([]))
         print(f"   wrote {write_result(name, results[name], started)}", flush=True)
     # The summary covers every benchmark with a result from today, run now or by an earlier `--only` call.
     today = date.today().isoformat()
