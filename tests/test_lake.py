@@ -249,18 +249,24 @@ def test_an_analyst_reading_the_lake_during_a_run_sees_whole_shards_and_blocks_n
     assert query(lake, "select count(*) from judgments where personality = 'LA'") == [(16,)]
 
 
-# Migrate the lake once the gate file appears (so that both processes start at the same moment).
+# Migrate each lake named on the command line once its gate file appears (so that both processes start each at the
+# same moment); one line per lake: "migrated" or the error.
 MIGRATOR = """
 import sys, time
 from pathlib import Path
 from peras.warehouse import open_migrated
-gate = Path(sys.argv[2])
-while not gate.exists():
-    time.sleep(0.01)
-with open_migrated(Path(sys.argv[1])):
-    pass
-print("migrated", flush=True)
+gates = Path(sys.argv[1])
+for i, target in enumerate(sys.argv[2:]):
+    while not (gates / str(i)).exists():
+        time.sleep(0.01)
+    try:
+        with open_migrated(Path(target)):
+            pass
+        print("migrated", flush=True)
+    except Exception as exc:
+        print(" ".join(str(exc).split()), flush=True)
 """
+ROUNDS = 5  # the race is lost in about half of the rounds
 
 
 def base_tables(settings: Settings) -> list[tuple[str, int]]:
@@ -275,38 +281,37 @@ def base_tables(settings: Settings) -> list[tuple[str, int]]:
 @pytest.mark.xfail(
     strict=True,
     reason="peras/warehouse.py migrate: on a lake two hosts applying the same idempotent migration (IF NOT EXISTS) "
-    "at once both commit (no delete, so no DuckLake conflict) and schema_migrations holds the version twice",
+    "at once both commit (no delete, so no DuckLake conflict) and schema_migrations holds the version twice (in about "
+    "half of the rounds: five rounds make it near certain)",
 )
-def test_two_processes_migrating_a_new_lake_at_once_both_succeed_once(lake, tmp_path):
-    with connect(lake.warehouse):  # the catalog exists, without a table (creating it at once: the test after this)
-        pass
-    gate = tmp_path / "go"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", MIGRATOR, str(lake.warehouse), str(gate)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
-    time.sleep(3)  # both have imported PERAS and wait at the gate
-    gate.touch()
-    outputs = [proc.communicate(timeout=120) for proc in procs]
-    assert [(proc.returncode, out) for proc, (out, _) in zip(procs, outputs, strict=True)] == [
-        (0, "migrated\n"),
-        (0, "migrated\n"),
-    ], [err[-6000:] for _, err in outputs]
-    assert query(lake, "select version, count(*) from schema_migrations group by all order by all") == [
-        (version, 1) for version, _, _ in migrations()
-    ]
+def test_two_processes_migrating_a_new_lake_at_once_both_succeed_once(pg, lake, tmp_path):
+    lakes = [lake] + [load_settings(warehouse=new_catalog(pg)) for _ in range(ROUNDS - 1)]
+    for each in lakes:
+        with connect(each.warehouse):  # the catalog exists, without a table (creating it at once: the next test)
+            pass
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    command = [sys.executable, "-c", MIGRATOR, str(gates), *(str(each.warehouse) for each in lakes)]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     file = load_settings(warehouse=tmp_path / "peras.duckdb")
     with open_migrated(file.warehouse):
         pass
-    tables = base_tables(lake)
-    assert all(count == 1 for _, count in tables)
-    # the same tables as a DuckDB file's, and the lake's record of which view definitions it stores
-    assert [name for name, _ in tables] == sorted([name for name, _ in base_tables(file)] + ["schema_views"])
+    file_tables = [name for name, _ in base_tables(file)]
+    try:
+        for i, each in enumerate(lakes):  # round by round: the first round that shows the race ends the test
+            (gates / str(i)).touch()
+            assert [proc.stdout.readline().strip() for proc in procs if proc.stdout is not None] == ["migrated"] * 2
+            assert query(each, "select version, count(*) from schema_migrations group by all order by all") == [
+                (version, 1) for version, _, _ in migrations()
+            ]
+            tables = base_tables(each)
+            assert all(count == 1 for _, count in tables)
+            # the same tables as a DuckDB file's, and the lake's record of which view definitions it stores
+            assert [name for name, _ in tables] == sorted([*file_tables, "schema_views"])
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.communicate()
 
 
 @pytest.mark.xfail(
