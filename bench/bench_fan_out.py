@@ -161,7 +161,7 @@ def hosts(n: int, base: dict[str, str], pool: str, here: Path, delay_s: float, l
                 worker.terminate()
             for worker, _ in workers:
                 try:
-                    worker.wait(timeout=60)
+                    worker.wait(timeout=15)  # a worker can sit >60 s after SIGTERM; its parts are done
                 except subprocess.TimeoutExpired:
                     worker.kill()
                     worker.wait()
