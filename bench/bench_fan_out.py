@@ -203,7 +203,9 @@ def child_runs(run_name: str, started_at: float, directories: list[Path], api_ur
                 "started_s": round(flow_run.start_time.timestamp() - started_at, 2),
                 "ended_s": None if ended is None else round(ended, 2),
                 "run_s": round(flow_run.total_run_time.total_seconds(), 2),
-                "worker": next((name for name, log in logs.items() if str(flow_run.id) in log), None),
+                "worker": next(
+                    (name for name, log in logs.items() if f"submitting flow run '{flow_run.id}'" in log), None
+                ),
             }
         )
     if not found:
