@@ -305,14 +305,14 @@ def judge_spread(
 
 
 def summarize(runs: list[dict[str, Any]], worker_counts: list[int]) -> dict[str, Any]:
-    """Median and spread of each figure by number of workers; speed-up of the median wall time over 1 worker."""
+    """Median and spread of each figure by number of workers; speed-up of the median wall time over the fewest."""
     figures = ("wall_s", "judgments_per_s", "first_child_started_s", "gate_and_publish_s", "cpu_cores_busy")
     by: dict[str, Any] = {}
     for n in worker_counts:
         mine = [r for r in runs if r["workers"] == n]
         by[f"{n}_workers"] = {figure: spread([float(r[figure]) for r in mine]) for figure in figures}
         by[f"{n}_workers"]["cpu_s_total"] = spread([float(r["cpu_s"]["total"]) for r in mine], 1)
-    first = by[f"{worker_counts[0]}_workers"]["wall_s"]["median"]
+    first = by[f"{min(worker_counts)}_workers"]["wall_s"]["median"]  # the fewest workers, whatever the order
     by["speedup_over_first"] = {
         f"{n}_workers": round(first / by[f"{n}_workers"]["wall_s"]["median"], 2) for n in worker_counts
     }
