@@ -29,7 +29,19 @@ CONSTRAINTS = (
     (re.compile(r"\s+check\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)", re.IGNORECASE), ""),
 )
 CONFLICT_HINTS = ("Transaction conflict", "Failed to commit DuckLake transaction")
-PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
+# Two hosts creating a new catalog at the same moment: PostgreSQL refuses the second's CREATE TABLEs.
+CREATION_RACE_HINTS = ("duplicate key value violates unique constraint", "already exists")
+PASSWORD = re.compile(r"""(password\s*=\s*)([^\s"']+)""", re.IGNORECASE)  # up to a space or a quote
+
+
+# Where a new catalog keeps its data, by warehouse setting: recorded by every Settings object that names both
+# (peras/settings.py), so that a flow given Settings(lake_data_path=...) creates the lake there.
+DATA_PATHS: dict[str, Path] = {}
+
+
+def remember_data_path(target: Path | str, data_path: Path) -> None:
+    """Record the data path a Settings object gives for this lake."""
+    DATA_PATHS[str(target)] = data_path
 
 
 def is_lake(target: Path | str) -> bool:
@@ -103,7 +115,7 @@ def is_conflict(exc: BaseException) -> bool:
 
 def open_failure(target: str, exc: BaseException) -> str:
     """Why the lake cannot be opened, in one line that says what to do."""
-    text = " ".join(str(exc).split())
+    text = redacted(" ".join(str(exc).split()))  # DuckLake's own message quotes the connection string
     shown = redacted(target)
     if isinstance(exc, FileNotFoundError):
         return f"cannot open the DuckLake warehouse: {exc}; reinstall PERAS (pip install -e .)"

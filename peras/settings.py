@@ -8,12 +8,19 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, FieldSerializationInfo, ValidationError, field_serializer, field_validator
+from pydantic import (
+    Field,
+    FieldSerializationInfo,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from peras.errors import UsageError
-from peras.lake import is_lake, redacted
+from peras.lake import is_lake, redacted, remember_data_path
 from peras.paths import PROJECT_ROOT
 
 CONFIG_ENV = "PERAS_CONFIG"
@@ -74,6 +81,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _remember_lake_data_path(self) -> Settings:
+        # connect() gets the warehouse setting only; a new lake is created where these settings say.
+        if self.lake_data_path is not None and is_lake(self.warehouse):
+            remember_data_path(self.warehouse, self.lake_data_path)
+        return self
 
     @field_serializer("warehouse")
     def _hide_password(self, warehouse: Path, info: FieldSerializationInfo) -> str | Path:

@@ -85,22 +85,38 @@ def connect(path: Path, read_only: bool = False, wait_s: float | None = None) ->
 
 
 def _open_lake(target: str, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Attach the lake; a new catalog is created with the settings' data path (PERAS_LAKE_DATA_PATH)."""
-    try:
+    """Attach the lake; a new catalog is created in the settings' data path (lake_data_path, PERAS_LAKE_DATA_PATH).
+
+    Two hosts creating the same new catalog at once: the one PostgreSQL refuses attaches again (and finds it).
+    """
+    attempts = 5
+    for attempt in range(attempts):
         try:
-            return lake.open_lake(target, None, read_only)
-        except duckdb.Error as exc:
-            if "data_path is not set" not in str(exc) or read_only:
-                raise
+            return _attach_lake(target, read_only)
+        except (duckdb.Error, FileNotFoundError, OSError) as exc:
+            raced = any(hint in str(exc) for hint in lake.CREATION_RACE_HINTS)
+            if raced and attempt < attempts - 1:
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise UsageError(lake.open_failure(target, exc)) from None
+    raise AssertionError("unreachable")
+
+
+def _attach_lake(target: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return lake.open_lake(target, None, read_only)
+    except duckdb.Error as exc:
+        if "data_path is not set" not in str(exc) or read_only:
+            raise
+    data_path = lake.DATA_PATHS.get(target)
+    if data_path is None:
         from peras.settings import load_settings
 
         data_path = load_settings().lake_data_path
-        if data_path is None:
-            raise duckdb.InvalidInputException("data_path is not set")
-        data_path.mkdir(parents=True, exist_ok=True)
-        return lake.open_lake(target, data_path.resolve(), read_only)
-    except (duckdb.Error, FileNotFoundError, OSError) as exc:
-        raise UsageError(lake.open_failure(target, exc)) from None
+    if data_path is None:
+        raise duckdb.InvalidInputException("data_path is not set")
+    data_path.mkdir(parents=True, exist_ok=True)
+    return lake.open_lake(target, data_path.resolve(), read_only)
 
 
 def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
@@ -223,7 +239,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         "create table if not exists schema_migrations "
         "(version integer primary key, name varchar not null, applied_at timestamp not null)"
     )
-    con.execute(lake.strip_constraints(schema) if on_lake else schema)
+    retrying(lambda: con.execute(lake.strip_constraints(schema) if on_lake else schema))  # hosts may race to it
     applied = []
     for version, name, path in migrations():
         if version in _applied_versions(con):
@@ -243,10 +259,26 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
             raise
         applied.append(version)
     if on_lake:
+        if applied:  # no key: two hosts applying an idempotent migration at once both record it
+            retrying(lambda: _dedupe_migrations(con))
         _store_lake_views(con)
     else:
         apply_views(con)
     return applied
+
+
+def _dedupe_migrations(con: duckdb.DuckDBPyConnection) -> None:
+    """One schema_migrations row per version (the first applied)."""
+    with transaction(con):
+        con.execute(
+            "create or replace temp table migration_rows as select * from schema_migrations "
+            "qualify row_number() over (partition by version order by applied_at) = 1"
+        )
+        [(total,)] = con.execute("select count(*) from schema_migrations").fetchall()
+        [(kept,)] = con.execute("select count(*) from migration_rows").fetchall()
+        if total != kept:
+            con.execute("delete from schema_migrations")
+            con.execute("insert into schema_migrations select * from migration_rows")
 
 
 def _applied_versions(con: duckdb.DuckDBPyConnection) -> set[int]:
@@ -258,7 +290,8 @@ def _store_lake_views(con: duckdb.DuckDBPyConnection) -> None:
     fingerprint = hashlib.sha256(
         b"".join(path.name.encode() + b"\0" + path.read_bytes() for path in sorted(view_files()))
     ).hexdigest()
-    con.execute("create table if not exists schema_views (fingerprint varchar not null, applied_at timestamp not null)")
+    schema = "create table if not exists schema_views (fingerprint varchar not null, applied_at timestamp not null)"
+    retrying(lambda: con.execute(schema))
     stored = con.execute("select fingerprint from schema_views order by applied_at desc limit 1").fetchall()
     if stored and stored[0][0] == fingerprint:
         return

@@ -151,12 +151,6 @@ def assert_same_metrics(got: pl.DataFrame, want: pl.DataFrame) -> None:
         assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-12, atol=1e-12), column
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="two runs starting at once conflict on judge_runs (tasks/engine/tasks.py set_run_status is not retried: "
-    "'another transaction has deleted inlined data'), and when both get through, two loads of the same request "
-    "commit it twice in llm_requests (no key on a lake) and judgment_check doubles their judgments",
-)
 def test_two_judge_processes_at_once_on_one_lake_both_commit_everything(lake):
     ingest(preset="sample", settings=lake)
     # the same pairs and personalities: both runs send (and store) the same requests at the same time
@@ -278,12 +272,6 @@ def base_tables(settings: Settings) -> list[tuple[str, int]]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="peras/warehouse.py migrate: on a lake two hosts applying the same idempotent migration (IF NOT EXISTS) "
-    "at once both commit (no delete, so no DuckLake conflict) and schema_migrations holds the version twice (in about "
-    "half of the rounds: five rounds make it near certain)",
-)
 def test_two_processes_migrating_a_new_lake_at_once_both_succeed_once(pg, lake, tmp_path):
     lakes = [lake] + [load_settings(warehouse=new_catalog(pg)) for _ in range(ROUNDS - 1)]
     for each in lakes:
@@ -314,11 +302,6 @@ def test_two_processes_migrating_a_new_lake_at_once_both_succeed_once(pg, lake, 
             proc.communicate()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="peras/warehouse.py _open_lake: two hosts attaching a new catalog at once both run DuckLake's CREATE "
-    "TABLE ducklake_metadata...; PostgreSQL refuses the second (duplicate key in pg_type) and it is not retried",
-)
 def test_two_connections_creating_a_new_catalog_at_once_both_get_it(pg, lake):
     errors: list[str] = []
     for _ in range(3):  # the race is lost nearly every time; three fresh catalogs make it certain
@@ -365,11 +348,6 @@ def test_a_new_catalog_without_a_data_path_names_the_setting(pg, lake, monkeypat
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="peras/lake.py open_failure redacts the setting but not DuckLake's own message, which quotes the "
-    "metadata catalog's connection string, password included",
-)
 def test_reading_a_catalog_that_does_not_exist_never_shows_the_password(pg, lake):
     target = new_catalog(pg) + " password=secret"
     with pytest.raises(UsageError) as caught, connect(Path(target), read_only=True):
@@ -386,11 +364,6 @@ def test_settings_never_show_the_catalog_password(lake):
     assert str(settings.model_dump()["warehouse"]) == target  # in this process the connection still has it
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="peras/warehouse.py _open_lake reads lake_data_path from load_settings() (the environment), not from "
-    "the Settings object the flow was given",
-)
 def test_a_new_catalog_takes_the_data_path_of_the_settings_passed(pg, tmp_path, monkeypatch):
     monkeypatch.delenv("PERAS_LAKE_DATA_PATH", raising=False)
     settings = Settings(

@@ -18,7 +18,7 @@ from peras.errors import CheckFailed, UsageError
 from peras.paths import SQL_DIR
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import now, open_migrated
+from peras.warehouse import now, open_migrated, retrying
 from tasks.engine.spec import RunIdentity
 
 
@@ -44,25 +44,31 @@ class RunClaim:
 def claim_run(settings: Settings, warehouse_id: str, claim: RunClaim, model: str, backend: str) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then resume/extend it)."""
     params = json.dumps(claim.params, sort_keys=True)
-    with open_migrated(settings.warehouse) as con:
-        found = run_sql(con, f"{claim.kind}/select_run", {"run_name": claim.name}).fetchall()
-        if found:
-            run_id, *have, have_params = found[0]
-            if tuple(have) != tuple(claim.fixed) or json.loads(have_params) != json.loads(params):
-                raise UsageError(
-                    f"{claim.label} {claim.name!r} already exists with another {claim.what}; choose another --run-name"
-                )
-        else:
-            run_id = uuid.uuid4().hex[:16]
-        values = claim.row | {
-            "run_id": run_id,
-            "run_name": claim.name,
-            "model": model,
-            "backend": backend,
-            "params": params,
-            "created_at": now(),
-        }
-        run_sql(con, f"{claim.kind}/start_run" if found else f"{claim.kind}/insert_run", values)
+
+    def record() -> str:
+        with open_migrated(settings.warehouse) as con:
+            found = run_sql(con, f"{claim.kind}/select_run", {"run_name": claim.name}).fetchall()
+            if found:
+                run_id, *have, have_params = found[0]
+                if tuple(have) != tuple(claim.fixed) or json.loads(have_params) != json.loads(params):
+                    raise UsageError(
+                        f"{claim.label} {claim.name!r} already exists with another {claim.what}; "
+                        "choose another --run-name"
+                    )
+            else:
+                run_id = uuid.uuid4().hex[:16]
+            values = claim.row | {
+                "run_id": run_id,
+                "run_name": claim.name,
+                "model": model,
+                "backend": backend,
+                "params": params,
+                "created_at": now(),
+            }
+            run_sql(con, f"{claim.kind}/start_run" if found else f"{claim.kind}/insert_run", values)
+        return str(run_id)
+
+    run_id = retrying(record)  # a DuckLake commit may meet another run's
     return RunIdentity(warehouse_id, claim.kind, run_id, claim.name, model, backend)
 
 
@@ -85,16 +91,21 @@ def gate_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, gate: 
     `recorded_run`). Returns the number of planned items recorded as failures.
     """
     params = {"run_id": run.run_id, "max_share": settings.max_parse_failure_share, "items": gate.items}
-    with open_migrated(settings.warehouse) as con:
-        con.register("planned_items", planned.to_arrow())
-        run_sql(con, f"{run.kind}/gate_items", params)
-        complete = run_sql(con, "engine/assert_run_complete", params).fetchall()
-        own = [(problem, detail, 1) for problem, detail in own_problems(con, run.kind, params)]
-        problems = sorted(complete + own, key=lambda p: p[2])  # missing, the stage's own, failure shares
-        [(n_failures,)] = run_sql(con, "engine/count_gate_failures").fetchall()
-        if not problems and gate.publish:
-            status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
-            run_sql(con, f"{run.kind}/set_run_status", status)
+
+    def check() -> tuple[list[Any], int]:
+        with open_migrated(settings.warehouse) as con:
+            con.register("planned_items", planned.to_arrow())
+            run_sql(con, f"{run.kind}/gate_items", params)
+            complete = run_sql(con, "engine/assert_run_complete", params).fetchall()
+            own = [(problem, detail, 1) for problem, detail in own_problems(con, run.kind, params)]
+            problems = sorted(complete + own, key=lambda p: p[2])  # missing, the stage's own, failure shares
+            [(n_failures,)] = run_sql(con, "engine/count_gate_failures").fetchall()
+            if not problems and gate.publish:
+                status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
+                run_sql(con, f"{run.kind}/set_run_status", status)
+        return problems, int(n_failures)
+
+    problems, n_failures = retrying(check)
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail, _ in problems[:20])
         raise CheckFailed(f"{run.kind} gate failed; {gate.withheld}:\n{lines}")

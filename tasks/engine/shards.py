@@ -20,9 +20,10 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from peras import lake
 from peras.errors import CheckFailed
 from peras.sql import run_sql
-from peras.warehouse import connect, now, transaction
+from peras.warehouse import connect, now, retrying, transaction
 from tasks.engine.spec import RunIdentity
 
 KINDS = ("requests", "outcomes")
@@ -115,11 +116,18 @@ def load_shards(
     if not any(files.values()):
         return 0
     params = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
-    with connect(warehouse) as con:  # the flow migrated it before the run
-        # One core and a bounded buffer pool: loads run beside the asking and must not starve it or grow with it.
-        run_sql(con, "engine/set_loader_limits")
-        with transaction(con):
-            dropped = _load(con, identity, files, params)
+
+    def load() -> int:
+        with connect(warehouse) as con:  # the flow migrated it before the run
+            # One core and a bounded buffer pool: loads run beside the asking and must not starve it or grow with it.
+            run_sql(con, "engine/set_loader_limits")
+            with transaction(con):
+                dropped = _load(con, identity, files, params)
+            if files["requests"] and lake.in_lake(con):  # no keys: another loader may have stored a request too
+                retrying(lambda: _dedupe_requests(con))
+            return dropped
+
+    dropped = retrying(load)  # a DuckLake commit another writer's beat is loaded again, whole
     for paths in files.values():
         for path in paths:
             Path(path).unlink(missing_ok=True)
@@ -145,6 +153,11 @@ def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: 
     if identity.kind not in OWN_OUTCOME_CHECK:
         run_sql(con, "engine/check_staged_outcomes")
     return int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
+
+
+def _dedupe_requests(con: Any) -> None:
+    with transaction(con):
+        run_sql(con, "engine/dedupe_requests", {"replaced_at": now()})
 
 
 def _refuse_foreign(con: Any, kind: str, paths: list[str], params: dict[str, Any]) -> None:

@@ -14,11 +14,12 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
+from peras import lake
 from peras.progress import track
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import connect, now, open_migrated, publish_snapshot
+from peras.warehouse import connect, now, open_migrated, publish_snapshot, retrying, transaction
 from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
@@ -70,9 +71,17 @@ def store_personalities(settings: Settings, personalities: list[Personality]) ->
             for p in personalities
         ]
     )
-    with open_migrated(settings.warehouse) as con:
-        con.register("staged_personalities", frame.to_arrow())
-        run_sql(con, "engine/upsert_personalities")
+
+    def store() -> None:
+        with open_migrated(settings.warehouse) as con:
+            con.register("staged_personalities", frame.to_arrow())
+            with transaction(con):
+                run_sql(con, "engine/upsert_personalities")
+            if lake.in_lake(con):  # no keys: a run starting at the same moment may have stored them too
+                with transaction(con):
+                    run_sql(con, "engine/dedupe_personalities")
+
+    retrying(store)
 
 
 @task(cache_policy=NO_CACHE)
@@ -219,8 +228,12 @@ def recorded_run(settings: Settings, identity: RunIdentity) -> Iterator[None]:
 def set_run_status(warehouse: Path, identity: RunIdentity, status: str, reason: str | None) -> None:
     """Record a run's state (sql/<kind>/set_run_status.sql)."""
     params = {"run_id": identity.run_id, "status": status, "status_reason": reason, "finished_at": now()}
-    with open_migrated(warehouse) as con:
-        run_sql(con, f"{identity.kind}/set_run_status", params)
+
+    def record() -> None:
+        with open_migrated(warehouse) as con:
+            run_sql(con, f"{identity.kind}/set_run_status", params)
+
+    retrying(record)  # on a DuckLake warehouse another run's status update may conflict with this one
 
 
 def _is_gate(exc: BaseException) -> bool:

@@ -18,7 +18,7 @@ from peras.errors import CheckFailed, UsageError
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated, require_collection
+from peras.warehouse import now, open_migrated, require_collection, retrying
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
@@ -127,28 +127,32 @@ def register_run(
     A run judging judge-run pools is named <collection>-runs-<model> unless named."""
     name = run_name or default_run_name(collection_id, subset_name or ("runs" if pool else None), config.model)
     params = run_parameters(config, methods)
-    with open_migrated(settings.warehouse) as con:
-        row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
-        if row is None:
-            run_id = uuid.uuid4().hex[:16]
-            run_sql(
-                con,
-                "judge/insert_run",
-                {
-                    "run_id": run_id,
-                    "run_name": name,
-                    "collection_id": collection_id,
-                    "subset_name": subset_name,
-                    "model": config.model,
-                    "backend": config.backend,
-                    "params": json.dumps(params, sort_keys=True),
-                    "created_at": now(),
-                },
-            )
-            return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
-    run_id, have_collection, _, have_model, have_params, _ = row
-    check_same_run(name, collection_id, have_collection, {"model": have_model} | json.loads(have_params), params)
-    return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
+
+    def claim() -> RunIdentity:
+        with open_migrated(settings.warehouse) as con:
+            row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
+            if row is None:
+                run_id = uuid.uuid4().hex[:16]
+                run_sql(
+                    con,
+                    "judge/insert_run",
+                    {
+                        "run_id": run_id,
+                        "run_name": name,
+                        "collection_id": collection_id,
+                        "subset_name": subset_name,
+                        "model": config.model,
+                        "backend": config.backend,
+                        "params": json.dumps(params, sort_keys=True),
+                        "created_at": now(),
+                    },
+                )
+                return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
+        run_id, have_collection, _, have_model, have_params, _ = row
+        check_same_run(name, collection_id, have_collection, {"model": have_model} | json.loads(have_params), params)
+        return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
+
+    return retrying(claim)
 
 
 def check_same_run(
@@ -211,19 +215,24 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
         schema={"personality": pl.String, "cot": pl.Boolean, "confidence_method": pl.String, "label_params": pl.String},
     )
     params = {"run_id": run.run_id, "model": run.model, "max_share": settings.max_parse_failure_share}
-    with open_migrated(settings.warehouse) as con:
-        run_sql(con, "engine/set_loader_limits")  # bounded memory: the check must not grow with the run
-        con.register("planned_pairs", planned_pairs.to_arrow())
-        con.register("planned_settings", planned_settings.to_arrow())
-        problems = run_sql(con, "judge/assert_run_valid", params).fetchall()
-        shares = query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
-        status = "failed_check" if problems else "published"
-        reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
-        run_sql(
-            con,
-            "judge/set_run_status",
-            {"run_id": run.run_id, "status": status, "status_reason": reason, "finished_at": now()},
-        )
+
+    def gate() -> tuple[list[Any], pl.DataFrame]:
+        with open_migrated(settings.warehouse) as con:
+            run_sql(con, "engine/set_loader_limits")  # bounded memory: the check must not grow with the run
+            con.register("planned_pairs", planned_pairs.to_arrow())
+            con.register("planned_settings", planned_settings.to_arrow())
+            problems = run_sql(con, "judge/assert_run_valid", params).fetchall()
+            shares = query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
+            status = "failed_check" if problems else "published"
+            reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
+            run_sql(
+                con,
+                "judge/set_run_status",
+                {"run_id": run.run_id, "status": status, "status_reason": reason, "finished_at": now()},
+            )
+        return problems, shares
+
+    problems, shares = retrying(gate)  # a DuckLake status update may meet another run's
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""

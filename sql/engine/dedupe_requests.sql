@@ -1,0 +1,27 @@
+-- On a DuckLake warehouse (no keys) two loaders committing the same request at once (two runs asking the same
+-- prompt of the same model) both store it. After each load, the copies of the requests just loaded
+-- (staged_requests) are brought back to one: the first stored stays, the others go to llm_request_history as
+-- 'duplicate answer', exactly as merge_requests treats a request that arrives second. A judgment built on a copy
+-- that went is then not derivable and is asked again (judgment_check). One transaction; retried on conflict.
+create or replace temp table request_copies as
+select r.*, row_number() over (partition by r.request_id order by r.created_at, r.run_id, r.raw_text) as copy_no
+from llm_requests as r
+where r.request_id in (
+    select request_id from llm_requests
+    where request_id in (select request_id from staged_requests)
+    group by request_id
+    having count(*) > 1
+);
+
+insert into llm_request_history (
+    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
+    replaced_at, why, parsed_confidence, attempt_params
+)
+select request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests,
+       created_at, $replaced_at, 'duplicate answer', parsed_confidence, attempt_params
+from request_copies
+where copy_no > 1;
+
+delete from llm_requests where request_id in (select request_id from request_copies);
+
+insert into llm_requests select * exclude (copy_no) from request_copies where copy_no = 1
