@@ -179,6 +179,7 @@ def peak_rss(base: Path, env: dict[str, str], n_pairs: int) -> dict[str, Any]:
             *peras_command(
                 "judge",
                 "dl19",
+                "--all-topics",  # the preset's default is its balanced subset (5,268 pairs): 9,260 needs all
                 "--cot",
                 "without",
                 "--limit-pairs",
