@@ -183,47 +183,28 @@ def judge(
         subset = default_subset(collection)
     check_served(model_preset, settings)
     cot_settings = cot_settings_for(cot, model_preset)
+    asked: dict[str, Any] = {
+        "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
+        "collection": collection,
+        "subset": subset,
+        "personalities": list(personalities) or None,
+        "cot": cot_settings,
+        "confidence_methods": list(methods) or None,
+        "run_name": run_name,
+        "limit_pairs": limit_pairs,
+        "chunk_size": chunk_size,
+        "n_samples": n_samples,
+        "backend": backend,
+        "personality_set": personality_set,
+        "settings": settings,
+    }
     if parts is not None:
         if retry_failed:
             raise UsageError("--retry-failed is not available with --parts: run it without --parts on one host")
-        spread = run_flow(
-            judge_fan_out,
-            tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
-            collection=collection,
-            parts=parts,
-            split_by=split_by,
-            subset=subset,
-            personalities=list(personalities) or None,
-            cot=cot_settings,
-            confidence_methods=list(methods) or None,
-            run_name=run_name,
-            limit_pairs=limit_pairs,
-            chunk_size=chunk_size,
-            n_samples=n_samples,
-            backend=backend,
-            personality_set=personality_set,
-            deployment=deployment,
-            settings=settings,
-        )
+        spread = run_flow(judge_fan_out, parts=parts, split_by=split_by, deployment=deployment, **asked)
         click.echo(spread_line(spread))
         return
-    result = run_flow(
-        judge_flow,
-        tags=run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
-        collection=collection,
-        subset=subset,
-        personalities=list(personalities) or None,
-        cot=cot_settings,
-        confidence_methods=list(methods) or None,
-        run_name=run_name,
-        limit_pairs=limit_pairs,
-        chunk_size=chunk_size,
-        retry_failed=retry_failed,
-        n_samples=n_samples,
-        backend=backend,
-        personality_set=personality_set,
-        settings=settings,
-    )
+    result = run_flow(judge_flow, retry_failed=retry_failed, **asked)
     click.echo(judged_line(result))
 
 
