@@ -27,16 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +44,7 @@ from bench.common import finish, headline, machine, versions  # noqa: E402
 from peras.lake import strip_constraints  # noqa: E402
 from peras.sql import view_files  # noqa: E402
 from peras.warehouse import migrations  # noqa: E402
+from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
 
 EXTENSIONS = ("ducklake", "postgres_scanner")
 PACKAGES = (
@@ -58,7 +55,6 @@ PACKAGES = (
     "duckdb-extension-postgres-scanner",
     "psycopg",
 )
-PG_BIN_DIRS = ("/usr/local/bin", *sorted(str(p) for p in Path("/usr/lib/postgresql").glob("*/bin")))
 # Judgment-shaped rows (the judgments table's columns, no constraints), made inside DuckDB from range().
 ROWS_COLUMNS = """
     run_id varchar, query_id varchar, doc_id varchar, personality varchar, cot boolean,
@@ -143,65 +139,6 @@ def lake_connection(ext: dict[str, str], attach: str | None = None) -> duckdb.Du
 
 
 # --- PostgreSQL ------------------------------------------------------------------------------------------------
-
-
-def pg_binary(name: str) -> str | None:
-    """initdb / pg_ctl from PATH or Debian's /usr/lib/postgresql/<v>/bin."""
-    return shutil.which(name) or next((f"{d}/{name}" for d in PG_BIN_DIRS if Path(d, name).is_file()), None)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def postgres_instance(root: Path) -> Iterator[dict[str, Any]]:
-    """A throwaway PostgreSQL in root/pg (unix socket in root/pg, no TCP), stopped and left for deletion after."""
-    initdb, pg_ctl = pg_binary("initdb"), pg_binary("pg_ctl")
-    if not (initdb and pg_ctl):
-        raise SkipPart("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # initdb: "cannot be run as root"
-        try:
-            import pwd
-
-            owner = pwd.getpwnam("postgres")
-        except KeyError as exc:
-            raise SkipPart("running as root and there is no 'postgres' user to run the server as") from exc
-        as_user = ["runuser", "-u", "postgres", "--"]
-    pg_dir = root / "pg"
-    pg_dir.mkdir()
-    if as_user:
-        os.chown(root, owner.pw_uid, owner.pw_gid)
-        os.chown(pg_dir, owner.pw_uid, owner.pw_gid)
-    port = free_port()
-    data = pg_dir / "data"
-    version = subprocess.run([initdb, "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    run = [*as_user, initdb, "-D", str(data), "-A", "trust", "-U", "peras", "-E", "UTF8", "--no-sync"]
-    subprocess.run(run, capture_output=True, text=True, check=True)
-    options = f"-p {port} -k {pg_dir} -c listen_addresses='' -c max_connections=50"
-    start = [*as_user, pg_ctl, "-D", str(data), "-l", str(pg_dir / "log"), "-w", "-o", options, "start"]
-    subprocess.run(start, capture_output=True, text=True, check=True)
-    try:
-        yield {"host": str(pg_dir), "port": port, "user": "peras", "version": version}
-    finally:
-        subprocess.run(
-            [*as_user, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True, check=False
-        )
-
-
-def create_database(pg: dict[str, Any], name: str) -> str:
-    """createdb NAME (PostgreSQL's own client); the libpq connection string of the new database."""
-    createdb = pg_binary("createdb") or "createdb"
-    command = [createdb, "-h", pg["host"], "-p", str(pg["port"]), "-U", pg["user"], name]
-    subprocess.run(command, capture_output=True, text=True, check=True)
-    return dsn(pg, name)
-
-
-def dsn(pg: dict[str, Any], dbname: str) -> str:
-    return f"dbname={dbname} host={pg['host']} port={pg['port']} user={pg['user']}"
 
 
 class SkipPart(Exception):
@@ -530,7 +467,7 @@ def time_views(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     return found
 
 
-def postgres_warehouse(ext: dict[str, str], pg: dict[str, Any], root: Path, n: int) -> dict[str, Any]:
+def postgres_warehouse(ext: dict[str, str], pg: Postgres, root: Path, n: int) -> dict[str, Any]:
     """The migrations through the postgres extension, the views in DuckDB over them, and one aggregate timed."""
     wh_dsn = create_database(pg, "warehouse")
     con = lake_connection(ext, f"attach '{wh_dsn}' as pg (type postgres)")
@@ -613,8 +550,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="peras-probe-") as tmp:
             root = Path(tmp)
             try:
-                with postgres_instance(root) as pg:
-                    result["postgres"] = {k: pg[k] for k in ("version", "port")}
+                if missing_reason():
+                    raise SkipPart(str(missing_reason()))
+                with postgres_server() as pg:
+                    result["postgres"] = {"version": pg.version, "port": pg.port}
                     catalog = create_database(pg, "lakecatalog")
                     attach = lake_attach(catalog, root / "lake-data")
                     writes = run_part(result, "ducklake_concurrent_writes", concurrent_writes, ext, attach, root, args)
