@@ -254,7 +254,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=1000, help="DL19 pairs for the ceiling (x2 requests)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 512], help="ceiling concurrencies")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["memory", "sharing"], help="parts to leave out")
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["ceiling", "memory", "sharing"], help="parts to leave out"
+    )
     args = parser.parse_args()
     started = machine()
     random.seed(0)
@@ -263,9 +265,10 @@ def main() -> None:
         env = peras_env(Path(tmp) / "prefect", api, base)
         ingest(env)
         result: dict[str, Any] = {"versions": versions()}
-        result["ceiling"] = [
-            ceiling(base, env, c, args.pairs * max(1, c // 128), args.rounds) for c in args.concurrency
-        ]
+        if "ceiling" not in args.skip:
+            result["ceiling"] = [
+                ceiling(base, env, c, args.pairs * max(1, c // 128), args.rounds) for c in args.concurrency
+            ]
         if "memory" not in args.skip:
             result["memory"] = [peak_rss(base, env, n) for n in (900, 4630, 9260)]
         if "sharing" not in args.skip:
@@ -278,7 +281,7 @@ def main() -> None:
             f">= {TARGET}",
             c["ratio"] >= TARGET,
         )
-        for c in result["ceiling"]
+        for c in result.get("ceiling", [])
     ]
     if "memory" in result:
         rss = [m["peak_rss_mb"] for m in result["memory"]]

@@ -45,6 +45,10 @@ STORAGE_FAILURES = {
     "Permission denied": "the file is not writable for you: fix its permissions or point --warehouse at a copy",
     "Operation not permitted": "the file is not writable (read-only or immutable): point --warehouse at a copy",
 }
+# Rows per row group of the warehouse file (DuckDB's default is 122,880): see _attach_file.
+ROW_GROUP_ROWS = 16_384
+FILE_ALIAS = "peras"  # the attached file's catalog name (`lake` is the DuckLake warehouse's)
+FILE_ONLY = "-- peras: file-only"  # a migration's first line: it changes nothing a DuckLake warehouse has
 CREATE_PERSISTENT = re.compile(r"^(\s*create\s+or\s+replace\s+)(macro|view)\b", re.IGNORECASE | re.MULTILINE)
 
 log = logging.getLogger(__name__)
@@ -124,7 +128,7 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
     delay = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only)
+            return _attach_file(path, read_only)
         except duckdb.Error as exc:
             locked = any(hint in str(exc) for hint in LOCK_HINTS)
             if locked and time.monotonic() - started < wait_s:
@@ -133,6 +137,32 @@ def _open(path: Path, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnecti
                 continue
             message = lock_message(path, exc, wait_s) if locked else open_failure(path, exc, read_only)
             raise UsageError(message) from None
+
+
+def _attach_file(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection to the warehouse file, attached with row groups of ROW_GROUP_ROWS rows.
+
+    DuckDB rewrites a table's last row group whole at every checkpoint; at its default size (122,880 rows) a
+    growing llm_requests made each shard load's checkpoint cost memory in proportion to the run (+350 MB at 100k
+    requests, bench/results/engine-2026-11-23-3.json). The option holds per attach, not per file, so every
+    connection PERAS opens attaches this way. Connections of one process to one file (and mode) share one
+    in-memory instance, as `duckdb.connect(path)` shares its instance: DuckDB refuses a second instance on a file.
+    """
+    instance = f":memory:peras:{'ro' if read_only else 'rw'}:{path.resolve()}"
+    con = duckdb.connect(instance, config={"temp_directory": f"{path}.tmp"})  # where a file database spills
+    try:
+        con.execute(attach_statement(path, read_only))
+        con.execute(f"use {FILE_ALIAS}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def attach_statement(path: Path, read_only: bool) -> str:
+    """ATTACH of the warehouse file (a path cannot be a bound parameter of ATTACH, so it is quoted here)."""
+    options = f"row_group_size {ROW_GROUP_ROWS}" + (", read_only" if read_only else "")
+    return f"attach if not exists {lake.quoted(str(path))} as {FILE_ALIAS} ({options})"
 
 
 def exists(path: Path) -> bool:
@@ -247,7 +277,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         text = path.read_text(encoding="utf-8")
         try:
             with transaction(con):
-                con.execute(lake.strip_constraints(text) if on_lake else text)
+                if not (on_lake and text.startswith(FILE_ONLY)):  # e.g. dropping keys a lake never had
+                    con.execute(lake.strip_constraints(text) if on_lake else text)
                 con.execute(
                     "insert into schema_migrations values ($version, $name, $applied_at)",
                     {"version": version, "name": name, "applied_at": now()},
