@@ -8,6 +8,7 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
+from tasks.engine.shards import ROWS_PER_SHARD
 from tasks.engine.tasks import (
     ask_all,
     check_endpoint,
@@ -50,7 +51,7 @@ def judge(
     confidence_methods: list[str] | None = None,
     run_name: str | None = None,
     limit_pairs: int | None = None,
-    chunk_size: int = 8192,
+    chunk_size: int = ROWS_PER_SHARD,
     n_samples: int = 10,
     backend: str | None = None,
     retry_failed: bool = False,
@@ -100,7 +101,7 @@ def judge_fan_out(
     confidence_methods: list[str] | None = None,
     run_name: str | None = None,
     limit_pairs: int | None = None,
-    chunk_size: int = 8192,
+    chunk_size: int = ROWS_PER_SHARD,
     n_samples: int = 10,
     backend: str | None = None,
     pool: str | None = None,
@@ -160,7 +161,7 @@ def judge_part(
     cot: list[bool] | None = None,
     confidence_methods: list[str] | None = None,
     limit_pairs: int | None = None,
-    chunk_size: int = 8192,
+    chunk_size: int = ROWS_PER_SHARD,
     n_samples: int = 10,
     backend: str | None = None,
     pool: str | None = None,

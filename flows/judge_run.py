@@ -8,6 +8,7 @@ from prefect import flow
 
 from flows.judge import judge
 from peras.settings import Settings, load_settings
+from tasks.engine.shards import ROWS_PER_SHARD
 from tasks.judge_run.tasks import pool_unlabelled_pairs, read_run_files, summarize_judge_run
 
 
@@ -21,7 +22,7 @@ def judge_run(
     cot: list[bool] | None = None,
     confidence_methods: list[str] | None = None,
     run_name: str | None = None,
-    chunk_size: int = 8192,
+    chunk_size: int = ROWS_PER_SHARD,
     n_samples: int = 10,
     backend: str | None = None,
     retry_failed: bool = False,

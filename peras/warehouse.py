@@ -48,6 +48,7 @@ STORAGE_FAILURES = {
 # Rows per row group of the warehouse file (DuckDB's default is 122,880): see _attach_file.
 ROW_GROUP_ROWS = 16_384
 FILE_ALIAS = "peras"  # the attached file's catalog name (`lake` is the DuckLake warehouse's)
+MEMORY_TIGHT, MEMORY_WIDE = "warehouse/set_memory_tight", "warehouse/set_memory_wide"  # see bounded()
 FILE_ONLY = "-- peras: file-only"  # a migration's first line: it changes nothing a DuckLake warehouse has
 CREATE_PERSISTENT = re.compile(r"^(\s*create\s+or\s+replace\s+)(macro|view)\b", re.IGNORECASE | re.MULTILINE)
 
@@ -143,9 +144,9 @@ def _attach_file(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A connection to the warehouse file, attached with row groups of ROW_GROUP_ROWS rows.
 
     DuckDB rewrites a table's last row group whole at every checkpoint; at its default size (122,880 rows) a
-    growing llm_requests made each shard load's checkpoint cost memory in proportion to the run (+350 MB at 100k
-    requests, bench/results/engine-2026-11-23-3.json). The option holds per attach, not per file, so every
-    connection PERAS opens attaches this way. Connections of one process to one file (and mode) share one
+    growing llm_requests made each shard load's checkpoint cost memory in proportion to the run (peak RSS of a
+    50,930-judgment run 695 MB, 531 MB with this alone; docs/scaling.md, "Memory"). The option holds per attach,
+    not per file, so every connection PERAS opens attaches this way. Connections of one process to one file (and mode) share one
     in-memory instance, as `duckdb.connect(path)` shares its instance: DuckDB refuses a second instance on a file.
     """
     instance = f":memory:peras:{'ro' if read_only else 'rw'}:{path.resolve()}"
@@ -245,6 +246,20 @@ def retrying(write: Callable[[], T], attempts: int = 20) -> T:
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
     raise AssertionError("unreachable")
+
+
+def bounded(write: Callable[[str], T]) -> T:
+    """Run `write(limits)` -- which opens its own connection, runs sql/<limits>.sql first and writes in one
+    transaction -- under a small memory cap; if DuckDB runs out of memory there, once more under a larger one.
+
+    The cap keeps a long run's memory flat (bench/bench_engine.py); the second try keeps a rare large write
+    (very long lines, a much larger --chunk-size) from failing the run for it. The first try wrote nothing.
+    """
+    try:
+        return write(MEMORY_TIGHT)
+    except duckdb.OutOfMemoryException as exc:
+        log.warning("a warehouse write ran out of memory under its cap (%s); trying once more with more", exc)
+        return write(MEMORY_WIDE)
 
 
 def migrations() -> list[tuple[int, str, Path]]:

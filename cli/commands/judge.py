@@ -13,6 +13,7 @@ from cli.model_presets import check_served, model_preset_option
 from peras.errors import UsageError
 from peras.models import ModelPreset
 from peras.settings import Settings
+from tasks.engine.shards import ROWS_PER_SHARD
 from tasks.ingest.sources import default_subset
 
 JUDGING_OPTIONS = [
@@ -44,7 +45,7 @@ JUDGING_OPTIONS = [
     click.option(
         "--chunk-size",
         type=click.IntRange(min=1),
-        default=8192,
+        default=ROWS_PER_SHARD,
         show_default=True,
         help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging "
         "goes on.",

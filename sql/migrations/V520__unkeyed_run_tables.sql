@@ -1,8 +1,8 @@
 -- peras: file-only
 -- Issue 13 (memory flat with the run): llm_requests and judgments lose their PRIMARY KEY. DuckDB keeps a key's
 -- index (ART) whole in memory once a write touches the table and writes it whole at every checkpoint, so each
--- shard load of a judge run cost memory in proportion to everything ever judged in the warehouse (~100 MB at
--- 100k judgments, and growing with every run; bench/results/engine-2026-11-23-3.json). Uniqueness stays
+-- shard load of a judge run cost memory in proportion to everything ever judged in the warehouse (~30 MB per
+-- 100k requests measured on llm_requests alone, more with every run; docs/scaling.md, "Memory"). Uniqueness stays
 -- guaranteed where it always was enforced first: one writer loads at a time (the file's lock), the merges insert
 -- only what is missing (sql/engine/merge_requests.sql, sql/judge/merge_outcomes.sql), and the judge gate refuses a
 -- request or judgment stored twice (sql/judge/assert_run_valid.sql) -- exactly as on a DuckLake warehouse, which

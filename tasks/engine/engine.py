@@ -64,9 +64,10 @@ class Engine:
         self.cache = AnswerCache(self.thread, identity.model)
         self._in_flight: dict[str, asyncio.Future[Answer]] = {}
         # Answers this engine journaled whose shard is not loaded yet (the cache cannot see them), and the ids of
-        # every request it answered: an identical request asked later in the run reuses the answer, never resends.
+        # the requests it got a failure for: an identical request asked later in the run reuses that failure, never
+        # resends (an answer that reads is always reused; keeping only failures keeps this small on a long run).
         self._unloaded: dict[str, StoredAnswer] = {}
-        self._answered_now: set[str] = set()
+        self._failed_now: set[str] = set()
         self._loads: list[asyncio.Future[int]] = []
         self._journal: ShardJournal | None = None
 
@@ -186,7 +187,7 @@ class Engine:
     def _usable(self, request_id: str, stored: StoredAnswer) -> bool:
         """Answers that read are always reused; failures by the run that stored them (unless retrying them), and
         always by the engine that got them: a failure is asked again at most once per run."""
-        if stored.parse_status == "ok" or request_id in self._answered_now:
+        if stored.parse_status == "ok" or request_id in self._failed_now:
             return True
         return stored.run_id == self.identity.run_id and not self.retry_failed
 
@@ -265,7 +266,8 @@ class Engine:
         if status != "unanswered":
             raw = result.text if result is not None else None
             self._unloaded[request_id] = StoredAnswer(raw, logprobs, status, reason, self.identity.run_id)
-            self._answered_now.add(request_id)
+            if status != "ok":
+                self._failed_now.add(request_id)
         self._journal.request(
             {
                 "request_id": request_id,

@@ -23,9 +23,13 @@ import orjson
 from peras import lake
 from peras.errors import CheckFailed
 from peras.sql import run_sql
-from peras.warehouse import connect, now, retrying, transaction
+from peras.warehouse import bounded, connect, now, retrying, transaction
 from tasks.engine.spec import RunIdentity
 
+# Outcomes per shard by default (--chunk-size): each full shard is loaded while asking goes on, under the tight
+# memory cap of sql/warehouse/set_memory_tight.sql, which a shard of this many judgments fits (a larger one is
+# loaded under the wide cap on a second try, peras.warehouse.bounded).
+ROWS_PER_SHARD = 4096
 KINDS = ("requests", "outcomes")
 
 
@@ -117,17 +121,17 @@ def load_shards(
         return 0
     params = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
 
-    def load() -> int:
+    def load(limits: str) -> int:
         with connect(warehouse) as con:  # the flow migrated it before the run
             # One core and a bounded buffer pool: loads run beside the asking and must not starve it or grow with it.
-            run_sql(con, "engine/set_loader_limits")
+            run_sql(con, limits)
             with transaction(con):
                 dropped = _load(con, identity, files, params)
             if files["requests"] and lake.in_lake(con):  # no keys: another loader may have stored a request too
                 retrying(lambda: _dedupe_requests(con))
             return dropped
 
-    dropped = retrying(load)  # a DuckLake commit another writer's beat is loaded again, whole
+    dropped = retrying(lambda: bounded(load))  # a DuckLake commit another writer's beat is loaded again, whole
     for paths in files.values():
         for path in paths:
             Path(path).unlink(missing_ok=True)

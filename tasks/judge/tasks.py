@@ -18,7 +18,7 @@ from peras.errors import CheckFailed, UsageError
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated, require_collection, retrying
+from peras.warehouse import bounded, now, open_migrated, require_collection, retrying
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
@@ -216,9 +216,9 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
     )
     params = {"run_id": run.run_id, "model": run.model, "max_share": settings.max_parse_failure_share}
 
-    def gate() -> tuple[list[Any], pl.DataFrame]:
+    def gate(limits: str) -> tuple[list[Any], pl.DataFrame]:
         with open_migrated(settings.warehouse) as con:
-            run_sql(con, "engine/set_loader_limits")  # bounded memory: the check must not grow with the run
+            run_sql(con, limits)  # bounded memory: the check must not grow with the run
             con.register("planned_pairs", planned_pairs.to_arrow())
             con.register("planned_settings", planned_settings.to_arrow())
             problems = run_sql(con, "judge/assert_run_valid", params).fetchall()
@@ -232,7 +232,7 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
             )
         return problems, shares
 
-    problems, shares = retrying(gate)  # a DuckLake status update may meet another run's
+    problems, shares = retrying(lambda: bounded(gate))  # a DuckLake status update may meet another run's
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
