@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+from peras.prompting import Personality
 
 MAX_REGENERATIONS = 4  # an unreadable answer is asked again at most this many times
 REGENERATION_TEMPERATURE = 0.7  # a regeneration of a greedy (temperature 0) request samples at this temperature
@@ -25,6 +27,18 @@ def regeneration_params(params: dict[str, Any], attempt: int) -> dict[str, Any]:
     temperature = params.get("temperature") or REGENERATION_TEMPERATURE
     seed = int(params.get("seed") or 0) + attempt * REGENERATION_SEED_STEP
     return params | {"temperature": temperature, "seed": seed}
+
+
+def request_params(
+    base: dict[str, Any], *, max_tokens: int | None = None, extra_body: dict[str, Any] | None = None, **optional: Any
+) -> dict[str, Any]:
+    """A stage's request parameters: a copy of `base` (a prompt file's sampling), then `max_tokens` and the
+    `optional` keys that are set (not None), in that order, then a copy of `extra_body` when it is not empty."""
+    params = dict(base)
+    params |= {key: value for key, value in ({"max_tokens": max_tokens} | optional).items() if value is not None}
+    if extra_body:
+        params["extra_body"] = dict(extra_body)
+    return params
 
 
 class Parsed(Protocol):
@@ -90,6 +104,26 @@ class Stage(Protocol):
     async def handle(self, item: Any, ask: AskFn) -> dict[str, Any]:
         """The outcome row of one item (the engine adds run and warehouse identity, time and status counts)."""
         ...
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+@dataclass
+class PersonaStage(Generic[ConfigT]):
+    """What a stage that asks under personalities holds first: how it asks (its config) and the personalities by
+    code; the stage adds what its requests show."""
+
+    config: ConfigT
+    personalities: dict[str, Personality]
+
+
+@dataclass
+class PassageStage(PersonaStage[ConfigT]):
+    """A stage whose requests show a query and passages: their texts by query_id and doc_id."""
+
+    queries: dict[str, str]
+    texts: dict[str, str]
 
 
 class Plan(Protocol):

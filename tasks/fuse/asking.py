@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from peras.llm.joint_parsing import parse_self_answer
-from tasks.engine.spec import Answer, Ask, AskFn
+from tasks.engine.spec import Answer, Ask, AskFn, request_params
 from tasks.engine.stages import ask_outcome
 from tasks.fuse.prompt import build_fuser_messages, fuser_prompt, judge_output
 
@@ -62,12 +62,8 @@ class FuseConfig:
 
     def params(self) -> dict[str, Any]:
         """The template's sampling (seed 0, so regenerations get seeds 1000, 2000, ...), plus caps when set."""
-        params = dict(fuser_prompt().sampling) | {"seed": 0}
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        if self.extra_body:
-            params["extra_body"] = dict(self.extra_body)
-        return params
+        base = fuser_prompt().sampling | {"seed": 0}
+        return request_params(base, max_tokens=self.max_tokens, extra_body=self.extra_body)
 
 
 @dataclass

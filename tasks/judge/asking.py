@@ -28,13 +28,12 @@ from peras.errors import RequestRejected
 from peras.llm.joint_parsing import parse_certainty_answer, parse_self_answer
 from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
 from peras.prompting import (
-    Personality,
     build_confidence_messages,
     build_joint_messages,
     build_label_messages,
     sampling_params,
 )
-from tasks.engine.spec import Ask, AskFn
+from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params
 
 METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
 JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer
@@ -92,24 +91,17 @@ class JudgeConfig:
         limit = self.max_tokens_cot if cot else self.max_tokens_label
         if method in JOINT_METHODS:
             limit = self.max_tokens_joint
-        if limit is not None:
-            params["max_tokens"] = limit
-        if method == "logprob":
-            params |= {"logprobs": True, "top_logprobs": self.top_logprobs}
-        if method == "sampling":
-            params["temperature"] = self.sampling_temperature
-        if self.extra_body:
-            params["extra_body"] = dict(self.extra_body)
-        return params
+        by_method: dict[str, dict[str, Any]] = {
+            "logprob": {"logprobs": True, "top_logprobs": self.top_logprobs},
+            "sampling": {"temperature": self.sampling_temperature},
+        }
+        return request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
 
     def confidence_params(self) -> dict[str, Any]:
         """Request parameters of the post-hoc confidence request."""
-        params = sampling_params("confidence")
-        if self.max_tokens_confidence is not None:
-            params["max_tokens"] = self.max_tokens_confidence
-        if self.extra_body:
-            params["extra_body"] = dict(self.extra_body)
-        return params
+        return request_params(
+            sampling_params("confidence"), max_tokens=self.max_tokens_confidence, extra_body=self.extra_body
+        )
 
 
 @dataclass
@@ -165,11 +157,9 @@ class JudgePlan:
 
 
 @dataclass
-class JudgeStage:
+class JudgeStage(PersonaStage[JudgeConfig]):
     """Turns work items into label and confidence requests, and their answers into judgment rows."""
 
-    config: JudgeConfig
-    personalities: dict[str, Personality]
     pairs: Pairs
     kind: str = "judge"
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from peras.llm.pairwise_parsing import PARSERS
-from peras.prompting import Personality, build_pairwise_messages, sampling_params
-from tasks.engine.spec import Answer, Ask, AskFn
+from peras.prompting import build_pairwise_messages, sampling_params
+from tasks.engine.spec import Answer, Ask, AskFn, PassageStage, request_params
 from tasks.engine.stages import ask_outcome
 from tasks.pairwise.draws import PairDraw
 
@@ -53,12 +53,8 @@ class PairwiseConfig:
 
     def params(self, prompt: str) -> dict[str, Any]:
         """The prompt file's sampling (seed 0, so regenerations get seeds 1000, 2000, ...), plus caps when set."""
-        params = sampling_params(PROMPTS[prompt]) | {"seed": 0}
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
-        if self.extra_body:
-            params["extra_body"] = dict(self.extra_body)
-        return params
+        base = sampling_params(PROMPTS[prompt]) | {"seed": 0}
+        return request_params(base, max_tokens=self.max_tokens, extra_body=self.extra_body)
 
 
 def plan_items(pairs: list[PairDraw], personalities: list[str], prompts: list[str]) -> list[PairItem]:
@@ -72,14 +68,9 @@ def plan_items(pairs: list[PairDraw], personalities: list[str], prompts: list[st
     ]
 
 
-@dataclass
-class PairwiseStage:
+class PairwiseStage(PassageStage[PairwiseConfig]):
     """Turns pair items into requests and their answers into answer rows."""
 
-    config: PairwiseConfig
-    personalities: dict[str, Personality]
-    queries: dict[str, str]
-    texts: dict[str, str]
     kind: str = "pairwise"
 
     async def handle(self, item: PairItem, ask: AskFn) -> dict[str, Any]:

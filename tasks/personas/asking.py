@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from peras.bfi2 import Bfi2Item, ParsedAnswer, parse_answer
-from peras.prompting import Personality, build_item_messages
-from tasks.engine.spec import Answer, Ask, AskFn
+from peras.prompting import build_item_messages
+from tasks.engine.spec import Answer, Ask, AskFn, PersonaStage, request_params
 from tasks.engine.stages import ask_outcome
 
 
@@ -45,20 +45,16 @@ class CheckConfig:
 
     def params(self, sample_index: int) -> dict[str, Any]:
         """Request parameters of a sample: greedy for 0, else sampled with seed + sample_index."""
-        params = dict(self.sampling)
-        if self.max_tokens is not None:
-            params["max_tokens"] = self.max_tokens
+        params = request_params(self.sampling, max_tokens=self.max_tokens)
         if sample_index > 0:
             params |= {"temperature": self.sample_temperature, "seed": self.seed + sample_index}
         return params
 
 
 @dataclass
-class PersonasStage:
+class PersonasStage(PersonaStage[CheckConfig]):
     """Turns planned answers into requests and their answers into answer rows."""
 
-    config: CheckConfig
-    personalities: dict[str, Personality]
     items: dict[int, Bfi2Item]
     kind: str = "personas"
 

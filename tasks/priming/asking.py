@@ -11,8 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from peras.prompting import Personality
-from tasks.engine.spec import Answer, Ask, AskFn, ParsedValue
+from tasks.engine.spec import Answer, Ask, AskFn, ParsedValue, PassageStage, request_params
 from tasks.engine.stages import ask_outcome
 from tasks.priming.prompt import batch_prompt, build_batch_messages, parse_batch_answer
 
@@ -51,26 +50,18 @@ class BatchConfig:
 
     def params(self) -> dict[str, Any]:
         """Request parameters: the prompt file's sampling, plus penalties and caps when set."""
-        params = dict(self.sampling)
-        optional = {
-            "max_tokens": self.max_tokens,
-            "frequency_penalty": self.frequency_penalty,
-            "presence_penalty": self.presence_penalty,
-        }
-        params |= {key: value for key, value in optional.items() if value is not None}
-        if self.extra_body:
-            params["extra_body"] = dict(self.extra_body)
-        return params
+        return request_params(
+            self.sampling,
+            max_tokens=self.max_tokens,
+            extra_body=self.extra_body,
+            frequency_penalty=self.frequency_penalty,
+            presence_penalty=self.presence_penalty,
+        )
 
 
-@dataclass
-class PrimingStage:
+class PrimingStage(PassageStage[BatchConfig]):
     """Turns batches into requests and their answers into batch outcome rows."""
 
-    config: BatchConfig
-    personalities: dict[str, Personality]
-    queries: dict[str, str]
-    texts: dict[str, str]
     kind: str = "priming"
 
     async def handle(self, item: BatchItem, ask: AskFn) -> dict[str, Any]:
