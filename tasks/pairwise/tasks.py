@@ -21,7 +21,7 @@ from peras.sql import run_sql
 from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
-from tasks.engine.spec import RunIdentity
+from tasks.engine.spec import RunIdentity, default_run_name
 from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
@@ -74,12 +74,6 @@ def pairwise_config(endpoint: Endpoint) -> PairwiseConfig:
     return PairwiseConfig(endpoint.model, endpoint.backend)
 
 
-def default_run_name(collection: str, subset: str | None, model: str) -> str:
-    """e.g. dl19-balanced-pairwise-qwen2.5-coder-0.5b-instruct-q4_k_m."""
-    where = f"{collection}-{subset}" if subset else collection
-    return f"{where}-pairwise-{model.replace('/', '_')}"
-
-
 def run_parameters(config: PairwiseConfig) -> dict[str, Any]:
     """What fixes a run besides collection, model and seed: every prompt's request parameters and file text."""
     return {
@@ -100,10 +94,11 @@ def register_pairwise_run(
     scope: dict[str, Any],
 ) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
+    name = run_name or default_run_name("pairwise", config.model, collection_id, subset_name)
     claim = RunClaim(
         kind="pairwise",
         label="pairwise run",
-        name=run_name or default_run_name(collection_id, subset_name, config.model),
+        name=name,
         fixed=(collection_id, subset_name, config.model, seed),
         params=run_parameters(config),
         row={"collection_id": collection_id, "subset_name": subset_name, "seed": seed, "scope": json.dumps(scope)},

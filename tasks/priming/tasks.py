@@ -16,7 +16,7 @@ from peras.prompting import DEFAULT_CODE, Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
-from tasks.engine.spec import RunIdentity
+from tasks.engine.spec import RunIdentity, default_run_name
 from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingStage
@@ -31,11 +31,6 @@ def personality_codes(personalities: list[str] | None) -> list[str] | None:
     if not personalities:
         return [DEFAULT_CODE]
     return None if "all" in personalities else personalities
-
-
-def default_run_name(collection: str, model: str) -> str:
-    """e.g. dl19-priming-qwen2.5-coder-0.5b-instruct-q4_k_m."""
-    return f"{collection}-priming-{model.replace('/', '_')}"
 
 
 def batch_config(endpoint: Endpoint, frequency_penalty: float | None, presence_penalty: float | None) -> BatchConfig:
@@ -70,10 +65,11 @@ def register_priming_run(
     scope: dict[str, Any],
 ) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
+    name = run_name or default_run_name("priming", config.model, collection_id)
     claim = RunClaim(
         kind="priming",
         label="priming run",
-        name=run_name or default_run_name(collection_id, config.model),
+        name=name,
         fixed=(collection_id, config.model, seed),
         params=run_parameters(config),
         row={"collection_id": collection_id, "seed": seed, "scope": json.dumps(scope)},
