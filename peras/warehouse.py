@@ -145,10 +145,10 @@ def _attach_file(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
 
     DuckDB rewrites a table's last row group whole at every checkpoint; at its default size (122,880 rows) a
     growing llm_requests made each shard load's checkpoint cost memory in proportion to the run (peak RSS of a
-    50,930-judgment run 695 MB, 531 MB with this alone; docs/scaling.md, "Memory"). The option holds per attach,
-    not per file, so every connection PERAS opens attaches this way. Connections of one process to one file (and
-    mode) share one in-memory instance, as `duckdb.connect(path)` shares its instance: DuckDB refuses a second
-    instance on a file.
+    50,930-judgment run 695 MB, 531 MB with this alone; docs/scaling.md, "Memory of a run"). The option holds
+    per attach, not per file, so every connection PERAS opens attaches this way. Connections of one process to one
+    file (and mode) share one in-memory instance, as `duckdb.connect(path)` shares its instance: DuckDB refuses a
+    second instance on a file.
     """
     instance = f":memory:peras:{'ro' if read_only else 'rw'}:{path.resolve()}"
     con = duckdb.connect(instance, config={"temp_directory": f"{path}.tmp"})  # where a file database spills
