@@ -9,7 +9,9 @@
    and the server's start-up are left out of both. Rounds alternate bare and pipeline; median and spread reported.
 2. Memory: peak RSS of `peras judge dl19 --cot without` (11 personalities) against the instant server at 900,
    4,630 and 9,260 pairs (9,900 / 50,930 / 101,860 judgments): it must stay flat and <= 500 MB.
-3. Sharing: two runs (two models) on one endpoint with a 64-slot budget, alone and then at once: they finish
+3. Rerun: the 50,930 judgments of 2. judged again into the same warehouse under a new run name (every answer
+   stored, nothing sent): its wall time is the look-ups of stored answers.
+4. Sharing: two runs (two models) on one endpoint with a 64-slot budget, alone and then at once: they finish
    together, in about the time of both runs' work at the shared budget, not one after the other.
 
     .venv/bin/python bench/bench_engine.py [--rounds 3] [--pairs 1000]
@@ -166,45 +168,80 @@ def ceiling(base: Path, env: dict[str, str], concurrency: int, n_pairs: int, rou
     }
 
 
+def timed_judge(env: dict[str, str], warehouse: Path, url: str, n_pairs: int, run_name: str) -> tuple[float, float]:
+    """Peak RSS (MB) and wall time (s), by GNU time, of `peras judge dl19 --cot without` over 11 personalities."""
+    command = [
+        "/usr/bin/time",
+        "-f",
+        "%M %e",
+        *peras_command(
+            "judge",
+            "dl19",
+            "--all-topics",  # the preset's default is its balanced subset (5,268 pairs): 9,260 needs all
+            "--cot",
+            "without",
+            "--limit-pairs",
+            str(n_pairs),
+            "--base-url",
+            url,
+            "--model",
+            MODEL,
+            "--run-name",
+            run_name,
+        ),
+    ]
+    done = subprocess.run(
+        command, env=env | {"PERAS_WAREHOUSE": str(warehouse)}, capture_output=True, text=True, check=True
+    )
+    kilobytes, seconds = done.stderr.strip().splitlines()[-1].split()
+    return round(int(kilobytes) / 1024, 1), float(seconds)
+
+
 def peak_rss(base: Path, env: dict[str, str], n_pairs: int) -> dict[str, Any]:
     """Peak RSS (GNU time) of a DL19 x 11 personalities run against the instant server."""
     server, url = start_server(None, [MODEL])
     fresh = base.with_name(f"rss-{n_pairs}.duckdb")
     shutil.copy(base, fresh)
     try:
-        command = [
-            "/usr/bin/time",
-            "-f",
-            "%M %e",
-            *peras_command(
-                "judge",
-                "dl19",
-                "--all-topics",  # the preset's default is its balanced subset (5,268 pairs): 9,260 needs all
-                "--cot",
-                "without",
-                "--limit-pairs",
-                str(n_pairs),
-                "--base-url",
-                url,
-                "--model",
-                MODEL,
-                "--run-name",
-                f"rss{n_pairs}",
-            ),
-        ]
-        done = subprocess.run(
-            command, env=env | {"PERAS_WAREHOUSE": str(fresh)}, capture_output=True, text=True, check=True
-        )
+        rss, wall = timed_judge(env, fresh, url, n_pairs, f"rss{n_pairs}")
     finally:
         server.terminate()
         server.wait(10)
-    kilobytes, seconds = done.stderr.strip().splitlines()[-1].split()
+    return {"pairs": n_pairs, "judgments": n_pairs * 11, "peak_rss_mb": rss, "wall_s": wall}
+
+
+def cached_rerun(base: Path, env: dict[str, str], n_pairs: int) -> dict[str, Any]:
+    """A second run of the same judgments into the same warehouse, at the default concurrency: every answer is
+    stored, so it sends nothing and its time is the look-ups of stored answers (and start-up)."""
+    server, url = start_server(None, [MODEL])
+    warehouse = base.with_name(f"rerun-{n_pairs}.duckdb")
+    shutil.copy(base, warehouse)
+    try:
+        fresh_rss, fresh_wall = timed_judge(env, warehouse, url, n_pairs, "first")
+        requests = count_requests(warehouse)
+        rerun_rss, rerun_wall = timed_judge(env, warehouse, url, n_pairs, "again")
+        assert count_requests(warehouse) == requests, "the rerun sent requests"
+    finally:
+        server.terminate()
+        server.wait(10)
+        warehouse.unlink(missing_ok=True)
     return {
         "pairs": n_pairs,
         "judgments": n_pairs * 11,
-        "peak_rss_mb": round(int(kilobytes) / 1024, 1),
-        "wall_s": float(seconds),
+        "stored_requests": requests,
+        "fresh_wall_s": fresh_wall,
+        "fresh_peak_rss_mb": fresh_rss,
+        "rerun_wall_s": rerun_wall,
+        "rerun_peak_rss_mb": rerun_rss,
     }
+
+
+def count_requests(warehouse: Path) -> int:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return int(con.execute("select count(*) from llm_requests").fetchone()[0])
+    finally:
+        con.close()
 
 
 def sharing(base: Path, env: dict[str, str], n_pairs: int) -> dict[str, Any]:
@@ -255,7 +292,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1000, help="DL19 pairs for the ceiling (x2 requests)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[64, 512], help="ceiling concurrencies")
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["ceiling", "memory", "sharing"], help="parts to leave out"
+        "--skip", nargs="*", default=[], choices=["ceiling", "memory", "rerun", "sharing"], help="parts to leave out"
     )
     args = parser.parse_args()
     started = machine()
@@ -271,6 +308,8 @@ def main() -> None:
             ]
         if "memory" not in args.skip:
             result["memory"] = [peak_rss(base, env, n) for n in (900, 4630, 9260)]
+        if "rerun" not in args.skip:
+            result["rerun"] = cached_rerun(base, env, 4630)
         if "sharing" not in args.skip:
             result["sharing"] = sharing(base, env, args.pairs // 2)
     rows = [
@@ -288,6 +327,17 @@ def main() -> None:
         rows.append(
             headline(
                 "peak RSS at 9,900 / 50,930 / 101,860 judgments", max(rss), "MB", "<= 500 and flat", max(rss) <= 500
+            )
+        )
+    if "rerun" in result:
+        rerun = result["rerun"]
+        rows.append(
+            headline(
+                f"rerun of {rerun['judgments']:,} stored judgments (all answers stored), wall",
+                rerun["rerun_wall_s"],
+                "s",
+                "report",
+                True,
             )
         )
     if "sharing" in result:

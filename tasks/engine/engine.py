@@ -2,7 +2,9 @@
 
 A stage hands over a plan (items, streamed) and a handler that turns an item into `Ask`s and their `Answer`s into
 an outcome row. The engine owns the rest:
-- bounded async sending: `concurrency x URLs` items in flight for the whole run, no barrier between chunks;
+- bounded async sending: `concurrency x URLs` requests in flight for the whole run (the client holds a slot per
+  request), no barrier between chunks; at least MIN_ITEMS items are worked on at once, so that a small concurrency
+  does not serialise the look-ups of stored answers (a fully cached rerun at concurrency 8 looked up 8 at a time);
 - the answer cache: an identical request (model, messages, parameters, sample index) is answered from the
   warehouse, whatever its purpose. A stored failure (unreadable, refused) is reused only by the run that stored
   it, unless `retry_failed`; any other run asks again and the new answer replaces it (the old one is kept);
@@ -31,6 +33,7 @@ from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
 
 MAX_PASSES = 3  # a pass after the first only re-derives outcomes from stored answers
+MIN_ITEMS = 256  # items worked on at once, at least: each waits on the warehouse or for a slot of the client
 
 
 class Engine:
@@ -114,7 +117,7 @@ class Engine:
                     return
                 self._finish(journal, row)
 
-        workers = [loop.create_task(worker()) for _ in range(max(1, self.concurrency))]
+        workers = [loop.create_task(worker()) for _ in range(max(MIN_ITEMS, self.concurrency))]
         try:
             await asyncio.gather(*workers)
             if spent:

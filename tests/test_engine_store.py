@@ -1,0 +1,79 @@
+"""The engine's door to the warehouse (tasks/engine/store.py): a reader kept warm between look-ups and closed once
+idle, and stored answers looked up many at a time even at a small concurrency. Real DuckDB files and processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from peras.warehouse import open_migrated
+from tasks.engine import store
+from tasks.engine.store import AnswerCache, WarehouseThread
+from tests.support.fake_openai import FakeOpenAI, instant
+from tests.test_integrity import judge_cli, sample  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.integration
+
+
+def writable_from_another_process(warehouse: Path) -> bool:
+    """Whether another process can open the warehouse read-write right now (no wait)."""
+    script = "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"
+    return subprocess.run([sys.executable, "-c", script, str(warehouse)], capture_output=True).returncode == 0
+
+
+def until(condition, timeout_s: float = 10.0) -> bool:
+    """Poll `condition` until it holds or `timeout_s` passes (bounds that hold on a loaded 2-core machine)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_the_reader_stays_open_between_lookups_and_closes_once_idle(tmp_path, monkeypatch):
+    warehouse = tmp_path / "w.duckdb"
+    with open_migrated(warehouse):
+        pass
+    monkeypatch.setattr(store, "IDLE_S", 2.0)  # long enough that the second look-up surely comes within it
+    thread = WarehouseThread(warehouse)
+    try:
+        first = thread.run(lambda: id(thread.reading()))
+        second = thread.run(lambda: id(thread.reading()))
+        assert second == first  # one connection for both: no open (and no cold read) per look-up
+        assert not writable_from_another_process(warehouse)  # held: another process's writer waits...
+        assert until(lambda: thread._reader is None)  # ...until it has been idle for IDLE_S
+        assert writable_from_another_process(warehouse)
+        third = thread.run(lambda: thread.reading() is not None)
+        assert third
+    finally:
+        thread.close()
+    assert thread._reader is None  # close() released it and cancelled the pending release
+
+
+def test_a_fully_cached_rerun_at_concurrency_one_looks_answers_up_together(sample, capsys, monkeypatch):  # noqa: F811
+    batches: list[int] = []
+    lookup = AnswerCache._lookup
+
+    def recorded(self: AnswerCache, request_ids: list[str]) -> dict:
+        batches.append(len(request_ids))
+        return lookup(self, request_ids)
+
+    one = ("--personality", "default", "--cot", "without", "--concurrency", "1")
+    with FakeOpenAI(instant) as server:
+        first = judge_cli(capsys, sample.warehouse, server, "--run-name", "first", *one)
+        assert first.exit_code == 0, first.err
+        sent = len(server.chat_requests)
+        monkeypatch.setattr(AnswerCache, "_lookup", recorded)
+        second = judge_cli(capsys, sample.warehouse, server, "--run-name", "second", *one)
+        assert second.exit_code == 0, second.err
+        assert len(server.chat_requests) == sent
+    assert first.out.startswith("first: 40 judgments (40 new; 80 requests sent, 0 reused)")
+    assert second.out.startswith("second: 40 judgments (40 new; 0 requests sent, 80 reused)")
+    # every item's label look-up in one batch, then every confidence look-up (at concurrency 1 this was 80 batches
+    # of one: items in flight were bounded by the concurrency, not by the requests in flight)
+    assert batches == [40, 40]
