@@ -94,12 +94,19 @@ def hosts(lake: str, tmp_path: Path) -> Iterator[Any]:
     """start(name, pool): a worker on `pool` in its own directory, its own LLM server, shards and request slots."""
     started: list[Host] = []
 
-    def start(name: str, pool: str, delay_s: float = 0.04) -> Host:
+    def start(name: str, pool: str, delay_s: float = 0.04, flow_start_s: float = 0.0) -> Host:
         directory = tmp_path / name
         directory.mkdir()
         server = FakeOpenAI(answering_after(delay_s), models=[MODEL]).__enter__()
+        env = {**os.environ}
+        if flow_start_s:  # its flow runs' processes sleep before Prefect starts in them: their runs stay Pending
+            (directory / "site").mkdir()
+            (directory / "site" / "sitecustomize.py").write_text(
+                f"import os, time\nif os.environ.get('PREFECT__FLOW_RUN_ID'):\n    time.sleep({flow_start_s})\n"
+            )
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(directory / "site"), env.get("PYTHONPATH")]))
         env = {
-            **os.environ,
+            **env,
             "PERAS_BASE_URLS": server.base_url,
             "PERAS_SHARDS_DIR": str(directory / "shards"),
             "PERAS_ENDPOINT_SLOTS_DIR": str(directory / "slots"),
@@ -248,6 +255,71 @@ def test_a_run_spread_over_two_hosts_survives_one_killed_mid_run(lake, hosts, ca
     # the analyst read all along without an error, and never saw the count go back
     assert analyst.errors == []
     assert analyst.counts == sorted(analyst.counts) and analyst.counts[-1] == 440
+
+
+def flow_state_types(flow_run_ids: list[str]) -> list[str]:
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return [client.read_flow_run(uuid.UUID(i)).state_type.value for i in flow_run_ids]
+
+
+def flow_run_ids(host: Host) -> list[str]:
+    """The flow runs whose processes run under the host's worker (from their environment)."""
+    found = []
+    for pid in host.processes()[1:]:
+        with contextlib.suppress(OSError):
+            for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                if entry.startswith(b"PREFECT__FLOW_RUN_ID="):
+                    found.append(entry.split(b"=", 1)[1].decode())
+    return sorted(set(found))
+
+
+def test_a_host_killed_before_its_part_began_is_taken_as_lost(lake, hosts, capsys):
+    """Killed while its part's flow run is Pending (taken by the worker, its process not yet in the flow): nobody
+    will ever move that run on, so its part is started again once lost_after_s has passed, as for a Running one."""
+    from flows.judge import judge_fan_out
+    from peras.settings import load_settings
+
+    pool = deploy_parts(capsys)
+    doomed, _ = hosts("host-a", pool, flow_start_s=120), hosts("host-b", pool)
+    outcome: dict[str, Any] = {}
+
+    def parent() -> None:
+        try:
+            outcome["summary"] = judge_fan_out(
+                collection="sample",
+                parts=4,
+                cot=[False],
+                run_name="early",
+                deployment="judge-part/hosts",
+                lost_after_s=15,
+                settings=load_settings(model=MODEL),
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=parent)
+    thread.start()
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and not flow_run_ids(doomed):
+        time.sleep(0.2)
+    taken = flow_run_ids(doomed)
+    assert taken, (doomed.directory / "worker.log").read_text()[-3000:]
+    assert set(flow_state_types(taken)) == {"PENDING"}  # 'Submitting' or 'Pending': a worker took it
+    doomed.kill()
+    thread.join(timeout=600)
+    assert "error" not in outcome, outcome.get("error")
+    summary = outcome["summary"]
+    assert (summary["n_planned"], summary["n_failures"]) == (40 * 11, 0)
+    retried = {part: runs for part, runs in summary["parts"].items() if len(runs) > 1}
+    assert {runs[0] for runs in retried.values()} >= set(taken)
+    assert {flow_states(runs)[0] for runs in retried.values()} == {"Crashed"}
+    assert {flow_states(runs)[-1] for runs in retried.values()} == {"Completed"}
+    assert rows(
+        "select count(*), count(distinct (query_id, doc_id, personality, cot, confidence_method)) from judgments"
+    ) == [(440, 440)]
+    assert rows("select status from judge_runs where run_name = 'early'") == [("published",)]
 
 
 def test_two_spread_runs_at_once_split_by_topic_each_complete_exactly(lake, hosts, capsys):

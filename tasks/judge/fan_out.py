@@ -5,7 +5,8 @@ groups), starts one `judge-part` flow run per part through `run_deployment`, and
 through the engine on its own host's endpoint, journals shards in its own directory and commits them itself
 (on a DuckLake warehouse, concurrently with the other hosts). While it works it writes a beat every
 `BEAT_INTERVAL_S` (table judge_part_beats). A part whose child run failed or crashed, or whose beats stopped for
-`lost_after_s` (its host died: nobody is left to report it), is started again, up to `max_attempts` times; the new
+`lost_after_s` (its host died: nobody is left to report it; also when it died while its run was still Pending,
+taken by a worker but not yet begun), is started again, up to `max_attempts` times; the new
 child resumes from what was committed, as any judge run does. Then the parent gates and publishes the whole run.
 """
 
@@ -148,7 +149,11 @@ def run_parts(
                     pending.remove(part)
                 elif state.is_final():
                     retry(part, f"ended {state.name}: {state.message or ''}".strip())
-                elif state.is_running() and is_lost(beats.get(part.attempts[-1]), state.timestamp, lost_after_s):
+                elif (state.is_running() or state.is_pending()) and is_lost(
+                    beats.get(part.attempts[-1]), state.timestamp, lost_after_s
+                ):
+                    # Pending: a worker took it and started its process; a host killed before the flow began
+                    # leaves it Pending for ever, as one killed mid-part leaves it Running.
                     message = f"no beat for {lost_after_s:.0f} s: its host is taken as lost"
                     client.set_flow_run_state(part.attempts[-1], Crashed(message=message), force=True)
                     retry(part, "was lost")
@@ -156,7 +161,7 @@ def run_parts(
 
 
 def is_lost(last_beat: Any, running_since: Any, lost_after_s: float) -> bool:
-    """A running child that has not beaten for `lost_after_s` (counted from its start if it never beat)."""
+    """A started child that has not beaten for `lost_after_s` (counted from its state's start if it never beat)."""
     since = last_beat if last_beat is not None else running_since.replace(tzinfo=None)
     return bool(now() - since > timedelta(seconds=lost_after_s))
 
