@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,9 +126,25 @@ def ask_all(
                 )
                 return await engine.run(plan)
 
-        stats = asyncio.run(run())
+        with settled_heap():
+            stats = asyncio.run(run())
     progress.update(stats)
     return stats.as_dict()
+
+
+@contextlib.contextmanager
+def settled_heap() -> Iterator[None]:
+    """Leave what exists before the run (Prefect, the plan's pairs: ~250,000 objects) out of garbage collection
+    while it runs, and put it back after (`gc.freeze`; a worker process runs many flows).
+
+    A full collection walks every tracked object, and a run allocates enough to trigger dozens: at concurrency 512
+    they took 0.27 s of a 5.1 s run, 0.09 s frozen, and the run judged 3.5% more per second (bench_engine.py).
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def run_counts(identity: RunIdentity, endpoint: Endpoint, stats: dict[str, Any]) -> dict[str, Any]:
