@@ -249,6 +249,12 @@ def retrying(write: Callable[[], T], attempts: int = 20) -> T:
     raise AssertionError("unreachable")
 
 
+def retrying_bounded(write: Callable[[str], T]) -> T:
+    """`bounded(write)`, run again whole while a DuckLake commit conflicts (`retrying`): how shard loads and gates
+    write."""
+    return retrying(lambda: bounded(write))
+
+
 def bounded(write: Callable[[str], T]) -> T:
     """Run `write(limits)` -- which opens its own connection, runs sql/<limits>.sql first and writes in one
     transaction -- under a small memory cap; if DuckDB runs out of memory there, once more under a larger one.

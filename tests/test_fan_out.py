@@ -187,15 +187,12 @@ def flow_states(flow_run_ids: list[str]) -> list[str]:
         return [str(client.read_flow_run(uuid.UUID(i)).state_name) for i in flow_run_ids]
 
 
-def test_a_run_spread_over_two_hosts_survives_one_killed_mid_run(lake, hosts, capsys):
+def spread_in_background(run_name: str, **options: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    """The sample judged in 4 parts on the hosts' pool (no CoT, a part lost after 15 s without a beat), in a thread:
+    the thread, and where its summary (or error) will be."""
     from flows.judge import judge_fan_out
     from peras.settings import load_settings
 
-    pool = deploy_parts(capsys)
-    # host-a's server is slow (its parts take ~10 s), so it is still in a part when host-b's commits show up
-    doomed, survivor = hosts("host-a", pool, delay_s=0.2), hosts("host-b", pool)
-    analyst = Analyst()
-    analyst.start()
     outcome: dict[str, Any] = {}
 
     def parent() -> None:
@@ -204,17 +201,28 @@ def test_a_run_spread_over_two_hosts_survives_one_killed_mid_run(lake, hosts, ca
                 collection="sample",
                 parts=4,
                 cot=[False],
-                run_name="spread",
+                run_name=run_name,
                 deployment="judge-part/hosts",
                 lost_after_s=15,
-                chunk_size=10,  # parts commit every 10 judgments: a killed part leaves some committed
                 settings=load_settings(model=MODEL),
+                **options,
             )
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
             outcome["error"] = exc
 
     thread = threading.Thread(target=parent)
     thread.start()
+    return thread, outcome
+
+
+def test_a_run_spread_over_two_hosts_survives_one_killed_mid_run(lake, hosts, capsys):
+    pool = deploy_parts(capsys)
+    # host-a's server is slow (its parts take ~10 s), so it is still in a part when host-b's commits show up
+    doomed, survivor = hosts("host-a", pool, delay_s=0.2), hosts("host-b", pool)
+    analyst = Analyst()
+    analyst.start()
+    # parts commit every 10 judgments: a killed part leaves some committed
+    thread, outcome = spread_in_background("spread", chunk_size=10)
     # Kill host-a while it is in the middle of a part (its flow run is running) and the run has committed some.
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not (
@@ -278,29 +286,9 @@ def flow_run_ids(host: Host) -> list[str]:
 def test_a_host_killed_before_its_part_began_is_taken_as_lost(lake, hosts, capsys):
     """Killed while its part's flow run is Pending (taken by the worker, its process not yet in the flow): nobody
     will ever move that run on, so its part is started again once lost_after_s has passed, as for a Running one."""
-    from flows.judge import judge_fan_out
-    from peras.settings import load_settings
-
     pool = deploy_parts(capsys)
     doomed, _ = hosts("host-a", pool, flow_start_s=120), hosts("host-b", pool)
-    outcome: dict[str, Any] = {}
-
-    def parent() -> None:
-        try:
-            outcome["summary"] = judge_fan_out(
-                collection="sample",
-                parts=4,
-                cot=[False],
-                run_name="early",
-                deployment="judge-part/hosts",
-                lost_after_s=15,
-                settings=load_settings(model=MODEL),
-            )
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=parent)
-    thread.start()
+    thread, outcome = spread_in_background("early")
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not flow_run_ids(doomed):
         time.sleep(0.2)

@@ -23,7 +23,7 @@ import orjson
 from peras import lake
 from peras.errors import CheckFailed
 from peras.sql import run_sql
-from peras.warehouse import bounded, connect, now, retrying, transaction
+from peras.warehouse import connect, now, retrying, retrying_bounded, transaction
 from tasks.engine.spec import RunIdentity
 
 # Outcomes per shard by default (--chunk-size): each full shard is loaded while asking goes on, under the tight
@@ -131,7 +131,7 @@ def load_shards(
                 retrying(lambda: _dedupe_requests(con))
             return dropped
 
-    dropped = retrying(lambda: bounded(load))  # a DuckLake commit another writer's beat is loaded again, whole
+    dropped = retrying_bounded(load)  # a DuckLake commit another writer's beat is loaded again, whole
     for paths in files.values():
         for path in paths:
             Path(path).unlink(missing_ok=True)

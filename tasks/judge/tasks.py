@@ -18,7 +18,7 @@ from peras.errors import CheckFailed, UsageError
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import bounded, now, open_migrated, require_collection, retrying
+from peras.warehouse import now, open_migrated, require_collection, retrying, retrying_bounded
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
@@ -232,7 +232,7 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
             )
         return problems, shares
 
-    problems, shares = retrying(lambda: bounded(gate))  # a DuckLake status update may meet another run's
+    problems, shares = retrying_bounded(gate)  # a DuckLake status update may meet another run's
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
