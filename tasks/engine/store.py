@@ -115,7 +115,7 @@ class WarehouseThread:
 
         return wrapped
 
-    def _release_later(self) -> None:
+    def _release_later(self, delay_s: float | None = None) -> None:
         """Close the reader once it has been idle for IDLE_S (on the warehouse thread, where it was used)."""
         if self._reader is None or self._idle_timer is not None:
             return
@@ -130,12 +130,13 @@ class WarehouseThread:
                 busy = self._queued > 0  # that work schedules the release again when it ends
             if busy:
                 return
-            if time.monotonic() - self._used_at >= IDLE_S * 0.9:
+            idle_s = time.monotonic() - self._used_at
+            if idle_s >= IDLE_S:
                 self.release()
-            else:
-                self._release_later()
+            else:  # used again since this timer was set: wait out the rest of IDLE_S from that use
+                self._release_later(IDLE_S - idle_s)
 
-        self._idle_timer = threading.Timer(IDLE_S, submit)
+        self._idle_timer = threading.Timer(IDLE_S if delay_s is None else delay_s, submit)
         self._idle_timer.daemon = True
         self._idle_timer.start()
 

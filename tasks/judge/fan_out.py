@@ -160,9 +160,9 @@ def run_parts(
     return parts
 
 
-def is_lost(last_beat: Any, running_since: Any, lost_after_s: float) -> bool:
+def is_lost(last_beat: Any, state_since: Any, lost_after_s: float) -> bool:
     """A started child that has not beaten for `lost_after_s` (counted from its state's start if it never beat)."""
-    since = last_beat if last_beat is not None else running_since.replace(tzinfo=None)
+    since = last_beat if last_beat is not None else state_since.replace(tzinfo=None)
     return bool(now() - since > timedelta(seconds=lost_after_s))
 
 
