@@ -288,7 +288,10 @@ def test_two_processes_migrating_a_new_lake_at_once_both_succeed_once(pg, lake, 
     try:
         for i, each in enumerate(lakes):  # round by round: the first round that shows the race ends the test
             (gates / str(i)).touch()
-            assert [proc.stdout.readline().strip() for proc in procs if proc.stdout is not None] == ["migrated"] * 2
+            said = [proc.stdout.readline().strip() for proc in procs if proc.stdout is not None]
+            # a migrator that said nothing has died: show why (CI once saw '', no message, no traceback kept)
+            died = [proc.communicate(timeout=60)[1][-3000:] for proc, line in zip(procs, said, strict=True) if not line]
+            assert said == ["migrated"] * 2, died
             assert query(each, "select version, count(*) from schema_migrations group by all order by all") == [
                 (version, 1) for version, _, _ in migrations()
             ]
