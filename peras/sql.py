@@ -28,9 +28,7 @@ def view_files() -> list[Path]:
 
 def statements(name: str) -> list[str]:
     """The statements of sql/<name>.sql, split at semicolons that end a line."""
-    text = load_sql(name)
-    parts = [part.strip() for part in text.replace("\r\n", "\n").split(";\n")]
-    return [part.rstrip(";") for part in parts if _has_code(part)]
+    return split_statements(load_sql(name))
 
 
 def run_sql(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
@@ -38,11 +36,51 @@ def run_sql(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
 
     Returns the connection positioned on the last statement's result.
     """
+    return run_statements(con, statements(name), params)
+
+
+def run_statements(con: Any, parts: list[str], params: dict[str, Any] | None = None) -> Any:
+    """Execute statements (of a file, or of a rendered template), binding to each the $parameters it names."""
     params = params or {}
     result = con
-    for statement in statements(name):
+    for statement in parts:
         result = _execute(con, statement, params)
     return result
+
+
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def identifier(name: str) -> str:
+    """A table or column name a template may place in SQL: lower-case letters, digits, underscores; else refused."""
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise ValueError(f"not a plain SQL identifier: {name!r}")
+    return name
+
+
+def split_statements(text: str) -> list[str]:
+    """The statements of a SQL text, split at semicolons that end a line."""
+    parts = [part.strip() for part in text.replace("\r\n", "\n").split(";\n")]
+    return [part.rstrip(";") for part in parts if _has_code(part)]
+
+
+def render_sql(name: str, context: dict[str, Any]) -> list[str]:
+    """The statements of the template sql/<name>.sql rendered with `context` (Jinja2).
+
+    Templates place only names in SQL (every table and column name passes `identifier`, through the `ident` filter);
+    values stay `$parameters`, bound when the statements run.
+    """
+    return split_statements(_template(name).render(**context))
+
+
+@cache
+def _template(name: str) -> Any:
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+    env.filters["ident"] = identifier
+    env.filters["idents"] = lambda names, sep=", ", prefix="": sep.join(prefix + identifier(n) for n in names)
+    return env.from_string(load_sql(name))
 
 
 def _has_code(part: str) -> bool:

@@ -1,63 +1,72 @@
-"""A stage's run as the engine keeps it: claimed by name, then gated over what the call planned.
+"""A stage's run as the engine keeps it: claimed by name, then gated over everything it holds.
 
-Every LLM stage keeps its runs in its own table (`<kind>_runs` and friends), reached through the same five SQL files
-in `sql/<kind>/`: `select_run`, `insert_run`, `start_run` (claiming), `gate_items` and `assert_run_valid` (the gate).
-The logic around them is here, once: a stage builds a `RunClaim` and a planned frame, never the loops.
+Every LLM stage keeps its runs in its own tables, named by its declaration (tasks/engine/stage.py); the SQL that
+reaches them is rendered from the templates of `sql/engine/stage/`. The logic around them is here, once: a stage
+builds a `RunClaim` and a planned frame, never the loops.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from peras.errors import CheckFailed, UsageError
-from peras.paths import SQL_DIR
 from peras.settings import Settings
-from peras.sql import run_sql
+from peras.sql import run_sql, run_statements
 from peras.warehouse import now, open_migrated, retrying
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import Column, StageDeclaration, declaration
 
 
 @dataclass(frozen=True)
 class RunClaim:
     """What a stage's run is fixed by, to create it or to find that an existing run of that name asks the same way.
 
-    kind: the stage (`sql/<kind>/select_run.sql` returns the id, then `fixed`'s columns in order, then `params`).
-    fixed: the values an existing run must have (collection, model, seed...); params: the request parameters and
-    prompt fingerprints, compared as JSON. row: every other value `insert_run`/`start_run` bind (model, backend,
-    scope...). what: the words of the refusal, e.g. "collection, model, seed, prompt or request parameters".
+    stage: the declaration (its `fixed` columns are compared, its `run_columns` recorded again on every call).
+    name: the run's name. values: a value for each of the declaration's fixed and run columns (model and backend
+    come from the endpoint); a json column's value is stored as JSON. params: the request parameters and prompt
+    fingerprints, compared as JSON.
     """
 
-    kind: str
-    label: str
+    stage: StageDeclaration
     name: str
-    fixed: tuple[Any, ...]
+    values: dict[str, Any]
     params: dict[str, Any]
-    row: dict[str, Any] = field(default_factory=dict)
-    what: str = "settings"
 
 
 def claim_run(settings: Settings, warehouse_id: str, claim: RunClaim, model: str, backend: str) -> RunIdentity:
-    """Create the run, or check that an existing run of that name asks the same way (then resume/extend it)."""
+    """Create the run, or check that an existing run of that name asks the same way (then resume or extend it).
+
+    The one rule for every stage: same fixed values and same request parameters, or refused with the difference
+    named. The stage's tables are created from its declaration if they do not exist yet.
+    """
+    stage = claim.stage
     params = json.dumps(claim.params, sort_keys=True)
+    values = {**claim.values, "model": model, "backend": backend}
+    missing = [c.name for c in (*stage.fixed, *stage.run_columns) if c.name not in values]
+    if missing:
+        raise ValueError(f"{stage.kind} run claim lacks {missing}")
+    bound = {c.name: _stored(c, values[c.name]) for c in (*stage.fixed, *stage.run_columns)}
 
     def record() -> str:
         with open_migrated(settings.warehouse) as con:
-            found = run_sql(con, f"{claim.kind}/select_run", {"run_name": claim.name}).fetchall()
+            run_statements(con, stage.sql("create_tables"))
+            found = run_statements(con, stage.sql("select_run"), {"run_name": claim.name}).fetchall()
             if found:
                 run_id, *have, have_params = found[0]
-                if tuple(have) != tuple(claim.fixed) or json.loads(have_params) != json.loads(params):
+                differences = _differences(stage, tuple(have), bound, json.loads(have_params), json.loads(params))
+                if differences:
                     raise UsageError(
-                        f"{claim.label} {claim.name!r} already exists with another {claim.what}; "
-                        "choose another --run-name"
+                        f"{'; '.join(differences)}: {stage.label} {claim.name!r} already exists with another "
+                        f"{stage.differs}; choose another --run-name"
                     )
             else:
                 run_id = uuid.uuid4().hex[:16]
-            values = claim.row | {
+            row = bound | {
                 "run_id": run_id,
                 "run_name": claim.name,
                 "model": model,
@@ -65,44 +74,72 @@ def claim_run(settings: Settings, warehouse_id: str, claim: RunClaim, model: str
                 "params": params,
                 "created_at": now(),
             }
-            run_sql(con, f"{claim.kind}/start_run" if found else f"{claim.kind}/insert_run", values)
+            run_statements(con, stage.sql("start_run" if found else "insert_run"), row)
         return str(run_id)
 
     run_id = retrying(record)  # a DuckLake commit may meet another run's
-    return RunIdentity(warehouse_id, claim.kind, run_id, claim.name, model, backend)
+    return RunIdentity(warehouse_id, stage.kind, run_id, claim.name, model, backend)
+
+
+def _stored(column: Column, value: Any) -> Any:
+    """A value as its column stores it (json columns hold JSON text)."""
+    return json.dumps(value) if column.type == "json" and not isinstance(value, str) else value
+
+
+def _differences(
+    stage: StageDeclaration, have: tuple[Any, ...], want: dict[str, Any], have_params: Any, want_params: Any
+) -> list[str]:
+    """What differs between a stored run and this call: each fixed column, then the request parameters."""
+    found = [
+        f"{column.name} differs (stored {old!r}, asked {want[column.name]!r})"
+        for column, old in zip(stage.fixed, have, strict=True)
+        if old != want[column.name]
+    ]
+    if have_params != want_params:
+        keys = sorted(
+            key for key in set(have_params) | set(want_params) if have_params.get(key) != want_params.get(key)
+        )
+        found.append(f"request parameters differ ({', '.join(keys)})")
+    return found
 
 
 @dataclass(frozen=True)
 class Gate:
-    """How a stage's gate speaks: `items` ("batches", "answers"), what stays unpublished, what is kept."""
+    """How a stage's gate speaks: what stays unpublished, and whether it publishes the run when it passes."""
 
-    items: str
     withheld: str
     publish: bool = True
 
 
 def gate_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, gate: Gate) -> int:
-    """The stage's gate over the items this call planned; published if it passes (when the stage publishes here).
+    """The stage's gate over everything the run holds; published if it passes (when the stage publishes here).
 
-    `sql/<kind>/gate_items.sql` joins the planned items (registered as `planned_items`) with the stored outcomes into
-    `gate_items` (item_name, failure_group, status, and the stage's own columns); `sql/engine/assert_run_complete.sql`
-    finds planned items without an outcome and failure groups over the threshold, `sql/<kind>/assert_run_valid.sql`
-    (if the stage has one) its own problems. Raises CheckFailed listing them (the run is then marked 'failed_check' by
-    `recorded_run`). Returns the number of planned items recorded as failures.
+    The declaration's `gate_items` joins the items this call planned (registered as `planned_items`) with every
+    stored outcome of the run into `gate_items`; `sql/engine/assert_run_complete.sql` finds planned items without an
+    outcome and failure groups over the threshold (over the whole run: a narrower call cannot publish a run whose
+    other items failed), `assert_no_copies` an item stored twice, and the stage's declared checks its own problems.
+    Raises CheckFailed listing them (the run is then marked 'failed_check' by `recorded_run`). Returns the number of
+    planned items recorded as failures.
     """
-    params = {"run_id": run.run_id, "max_share": settings.max_parse_failure_share, "items": gate.items}
+    stage = declaration(run.kind)
+    params = {"run_id": run.run_id, "max_share": settings.max_parse_failure_share, "items": stage.items}
 
     def check() -> tuple[list[Any], int]:
         with open_migrated(settings.warehouse) as con:
             con.register("planned_items", planned.to_arrow())
-            run_sql(con, f"{run.kind}/gate_items", params)
+            run_statements(con, stage.sql("gate_items"), params)
             complete = run_sql(con, "engine/assert_run_complete", params).fetchall()
-            own = [(problem, detail, 1) for problem, detail in own_problems(con, run.kind, params)]
-            problems = sorted(complete + own, key=lambda p: p[2])  # missing, the stage's own, failure shares
+            copies = run_statements(con, stage.sql("assert_no_copies"), params).fetchall()
+            own = [
+                (str(problem), str(detail), 1)
+                for check in stage.check_sql()
+                for problem, detail in run_statements(con, check, params).fetchall()
+            ]
+            problems = sorted(complete + [(p, d, 1) for p, d in copies] + own, key=lambda p: p[2])
             [(n_failures,)] = run_sql(con, "engine/count_gate_failures").fetchall()
             if not problems and gate.publish:
                 status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
-                run_sql(con, f"{run.kind}/set_run_status", status)
+                run_statements(con, stage.sql("set_run_status"), status)
         return problems, int(n_failures)
 
     problems, n_failures = retrying(check)
@@ -110,12 +147,3 @@ def gate_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, gate: 
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail, _ in problems[:20])
         raise CheckFailed(f"{run.kind} gate failed; {gate.withheld}:\n{lines}")
     return int(n_failures)
-
-
-def own_problems(con: Any, kind: str, params: dict[str, Any]) -> list[tuple[str, str]]:
-    """The stage's own gate checks (`sql/<kind>/assert_run_valid.sql`), if it has any beyond the engine's."""
-    if not (SQL_DIR / kind / "assert_run_valid.sql").is_file():
-        return []
-    return [
-        (str(problem), str(detail)) for problem, detail in run_sql(con, f"{kind}/assert_run_valid", params).fetchall()
-    ]

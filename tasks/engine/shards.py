@@ -22,9 +22,10 @@ import orjson
 
 from peras import lake
 from peras.errors import CheckFailed
-from peras.sql import run_sql
+from peras.sql import run_sql, run_statements
 from peras.warehouse import connect, now, retrying, retrying_bounded, transaction
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import sql_of
 
 # Outcomes per shard by default (--chunk-size): each full shard is loaded while asking goes on, under the tight
 # memory cap of sql/warehouse/set_memory_tight.sql, which a shard of this many judgments fits (a larger one is
@@ -152,11 +153,12 @@ def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: 
         run_sql(con, "engine/merge_requests", {"replaced_at": now()})
     if not files["outcomes"]:
         return 0
-    run_sql(con, f"{identity.kind}/stage_outcomes", {"paths": files["outcomes"]})
+    run_statements(con, sql_of(identity.kind, "stage_outcomes"), {"paths": files["outcomes"]})
     _refuse_foreign(con, "outcomes", files["outcomes"], params)
     if identity.kind not in OWN_OUTCOME_CHECK:
         run_sql(con, "engine/check_staged_outcomes")
-    return int(run_sql(con, f"{identity.kind}/merge_outcomes", {"replaced_at": now()}).fetchone()[0])
+    merged = run_statements(con, sql_of(identity.kind, "merge_outcomes"), {"replaced_at": now()})
+    return int(merged.fetchone()[0])
 
 
 def _dedupe_requests(con: Any) -> None:

@@ -133,12 +133,16 @@ class PassageStage(PersonaStage[ConfigT]):
     texts: dict[str, str]
 
 
+# Runs a read-only query on the engine's warehouse thread: a SQL file's name, or statements (a declared stage's).
+Fetch = Callable[[str | list[str], dict[str, Any]], list[tuple[Any, ...]]]
+
+
 class Plan(Protocol):
     """The items still to do, streamed: counted first, then iterated (both may read the warehouse)."""
 
-    def count(self, fetch: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]) -> int: ...
+    def count(self, fetch: Fetch) -> int: ...
 
-    def items(self, fetch: Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]) -> Iterator[Any]: ...
+    def items(self, fetch: Fetch) -> Iterator[Any]: ...
 
 
 @runtime_checkable

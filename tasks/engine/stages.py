@@ -11,13 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from peras.errors import RequestRejected
-from tasks.engine.spec import Answer, Ask, AskFn
-
-Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
+from tasks.engine.spec import Answer, Ask, AskFn, Fetch
+from tasks.engine.stage import sql_of
 
 
 class Keyed(Protocol):
-    """A planned item: its key is the columns `sql/<kind>/select_done.sql` returns before the status."""
+    """A planned item: its key is the declared stage's keys, in order (what `select_done` returns before the status)."""
 
     @property
     def key(self) -> tuple[Any, ...]: ...
@@ -30,7 +29,7 @@ K = TypeVar("K", bound=Keyed)
 class HeldPlan(Generic[K]):
     """The planned items of a run without a stored outcome, in plan order.
 
-    kind: the stage (`sql/<kind>/select_done.sql`: the run's stored outcomes, keys then status, for `$run_id`).
+    kind: the stage (its declaration's `select_done`: the run's stored outcomes, keys then status, for `$run_id`).
     With `with_failures`, items whose stored outcome is a failure are planned again (retry_failed).
     """
 
@@ -45,7 +44,7 @@ class HeldPlan(Generic[K]):
 
     def pending(self, fetch: Fetch) -> list[K]:
         """The planned items with no stored outcome yet (or a failed one, when failures are pending)."""
-        rows = fetch(f"{self.kind}/select_done", {"run_id": self.run_id})
+        rows = fetch(sql_of(self.kind, "select_done"), {"run_id": self.run_id})
         done = {tuple(key) for *key, status in rows if not (self.failures_pending and status != "ok")}
         return [item for item in self.planned if item.key not in done]
 

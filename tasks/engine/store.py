@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from peras.sql import run_sql
+from peras.sql import run_sql, run_statements
 from peras.warehouse import connect
 
 T = TypeVar("T")
@@ -140,9 +140,11 @@ class WarehouseThread:
         self._idle_timer.daemon = True
         self._idle_timer.start()
 
-    def fetch(self, sql_name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """Rows of a read-only query (for plans), on the warehouse thread."""
-        return self.run(lambda: list(run_sql(self.reading(), sql_name, params).fetchall()))
+    def fetch(self, sql: str | list[str], params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Rows of a read-only query (for plans), on the warehouse thread: a SQL file's name, or statements."""
+        if isinstance(sql, str):
+            return self.run(lambda: list(run_sql(self.reading(), sql, params).fetchall()))
+        return self.run(lambda: list(run_statements(self.reading(), sql, params).fetchall()))
 
     def close(self) -> None:
         """Finish queued work and stop the thread."""

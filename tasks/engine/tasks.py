@@ -19,12 +19,13 @@ from peras import lake
 from peras.progress import track
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import run_sql
+from peras.sql import run_sql, run_statements
 from peras.warehouse import connect, now, open_migrated, publish_snapshot, retrying, transaction
 from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
+from tasks.engine.stage import sql_of
 from tasks.engine.store import WarehouseThread
 
 T = TypeVar("T")
@@ -243,12 +244,12 @@ def recorded_run(settings: Settings, identity: RunIdentity) -> Iterator[None]:
 
 
 def set_run_status(warehouse: Path, identity: RunIdentity, status: str, reason: str | None) -> None:
-    """Record a run's state (sql/<kind>/set_run_status.sql)."""
+    """Record a run's state (its declaration's `set_run_status`)."""
     params = {"run_id": identity.run_id, "status": status, "status_reason": reason, "finished_at": now()}
 
     def record() -> None:
         with open_migrated(warehouse) as con:
-            run_sql(con, f"{identity.kind}/set_run_status", params)
+            run_statements(con, sql_of(identity.kind, "set_run_status"), params)
 
     retrying(record)  # on a DuckLake warehouse another run's status update may conflict with this one
 

@@ -9,7 +9,6 @@ views (sql/fuse/views/) read by tasks/fuse/tables.py.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.errors import UsageError
 from peras.settings import Settings
-from peras.sql import query_frame, run_sql
+from peras.sql import query_frame, run_sql, run_statements
 from peras.warehouse import now, open_migrated, transaction
 from tasks.classify.aggregate import baseline_votes
 from tasks.classify.features import STREAM_KEYS, FeatureMatrix, FeatureSet
@@ -30,8 +29,8 @@ from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.fuse.asking import FuseConfig, FuseItem, FuseStage, JudgeAnswer, shuffled_judges
 from tasks.fuse.prompt import fuser_prompt
+from tasks.fuse.stage import FUSE
 
-EMBEDDED_MAX_TOKENS = 256  # the fuser's JSON with a short explanation
 NO_FUSER = "none"  # model and backend of a baselines-only run
 
 
@@ -118,7 +117,8 @@ def vote(matrix: FeatureMatrix, fused: Fused) -> pl.DataFrame:
 def fuser_config(endpoint: Endpoint, anonymised: bool) -> FuseConfig:
     """Remote fusers get the template's sampling alone; the embedded model also an answer cap (recorded)."""
     if endpoint.is_embedded:
-        return FuseConfig(endpoint.model, endpoint.backend, anonymised, EMBEDDED_MAX_TOKENS, {"cache_prompt": True})
+        cap = FUSE.token_cap(endpoint.backend, embedded=True)
+        return FuseConfig(endpoint.model, endpoint.backend, anonymised, cap, {"cache_prompt": True})
     return FuseConfig(endpoint.model, endpoint.backend, anonymised)
 
 
@@ -146,20 +146,8 @@ def register_fuse_run(
     model, backend = (config.model, config.backend) if config else (NO_FUSER, NO_FUSER)
     feature_set_id = judges.feature_set.feature_set_id
     default = f"{collection_id}-fuse-{feature_set_id[:8]}-{model.replace('/', '_')}"
-    claim = RunClaim(
-        kind="fuse",
-        label="fuse run",
-        name=run_name or default,
-        fixed=(collection_id, feature_set_id, model, seed),
-        params=run_parameters(config),
-        row={
-            "collection_id": collection_id,
-            "feature_set_id": feature_set_id,
-            "seed": seed,
-            "scope": json.dumps(scope),
-        },
-        what="collection, judges, fuser model, seed, prompt or request parameters",
-    )
+    values = {"collection_id": collection_id, "feature_set_id": feature_set_id, "seed": seed, "scope": scope}
+    claim = RunClaim(FUSE, run_name or default, values, run_parameters(config))
     return claim_run(settings, warehouse_id, claim, model, backend)
 
 
@@ -172,7 +160,7 @@ def store_votes(settings: Settings, run: RunIdentity, judges: Judges, votes: pl.
         run_sql(con, "fuse/replace_votes", {"fuse_run_id": run.run_id})
         if publish:
             status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
-            run_sql(con, "fuse/set_run_status", status)
+            run_statements(con, FUSE.sql("set_run_status"), status)
 
 
 def pair_rank(seed: int, query_id: str, doc_id: str) -> str:
@@ -195,12 +183,12 @@ def fuse_stage(config: FuseConfig, fused: Fused) -> FuseStage:
 
 @task(cache_policy=NO_CACHE)
 def check_fuse_run(settings: Settings, run: RunIdentity, plan: HeldPlan[FuseItem]) -> int:
-    """The fuse gate (sql/fuse/gate_items.sql): every planned pair answered, failures under the threshold."""
+    """The fuse gate (the engine's): every planned pair answered, failures under the threshold."""
     planned = pl.DataFrame(
         [{"query_id": i.query_id, "doc_id": i.doc_id} for i in plan.planned],
         schema={"query_id": pl.Utf8, "doc_id": pl.Utf8},
     )
-    return gate_run(settings, run, planned, Gate("answers", "run not published (its answers are kept for inspection)"))
+    return gate_run(settings, run, planned, Gate("run not published (its answers are kept for inspection)"))
 
 
 def summarize_votes(run: RunIdentity, judges: Judges, votes: pl.DataFrame) -> dict[str, Any]:

@@ -6,7 +6,6 @@ Pairs are drawn in tasks/pairwise/draws.py and asked as tasks/pairwise/asking.py
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +25,7 @@ from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
-
-EMBEDDED_MAX_TOKENS = 96  # a verdict and a certainty, or the SC JSON with a short explanation
+from tasks.pairwise.stage import PAIRWISE
 
 
 @dataclass(frozen=True)
@@ -70,7 +68,8 @@ def check_prompts(prompts: list[str] | None) -> list[str]:
 def pairwise_config(endpoint: Endpoint) -> PairwiseConfig:
     """Remote models get the prompts' sampling alone; the embedded model also an answer cap (recorded)."""
     if endpoint.is_embedded:
-        return PairwiseConfig(endpoint.model, endpoint.backend, EMBEDDED_MAX_TOKENS, {"cache_prompt": True})
+        cap = PAIRWISE.token_cap(endpoint.backend, embedded=True)
+        return PairwiseConfig(endpoint.model, endpoint.backend, cap, {"cache_prompt": True})
     return PairwiseConfig(endpoint.model, endpoint.backend)
 
 
@@ -95,15 +94,8 @@ def register_pairwise_run(
 ) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
     name = run_name or default_run_name("pairwise", config.model, collection_id, subset_name)
-    claim = RunClaim(
-        kind="pairwise",
-        label="pairwise run",
-        name=name,
-        fixed=(collection_id, subset_name, config.model, seed),
-        params=run_parameters(config),
-        row={"collection_id": collection_id, "subset_name": subset_name, "seed": seed, "scope": json.dumps(scope)},
-        what="collection, subset, model, seed, prompt or request parameters",
-    )
+    values = {"collection_id": collection_id, "subset_name": subset_name, "seed": seed, "scope": scope}
+    claim = RunClaim(PAIRWISE, name, values, run_parameters(config))
     return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
@@ -141,11 +133,11 @@ def planned_frame(planned: list[PairItem]) -> pl.DataFrame:
 
 @task(cache_policy=NO_CACHE)
 def check_pairwise_run(settings: Settings, run: RunIdentity, planned: list[PairItem]) -> int:
-    """The pairwise gate (sql/pairwise/gate_items.sql, assert_run_valid.sql): published if it passes.
+    """The pairwise gate (the engine's, with sql/pairwise/assert_run_valid.sql): published if it passes.
 
     Returns the number of planned answers recorded as failures (under the threshold when it returns).
     """
-    gate = Gate("answers", "run not published (its answers are kept for inspection)")
+    gate = Gate("run not published (its answers are kept for inspection)")
     return gate_run(settings, run, planned_frame(planned), gate)
 
 

@@ -8,7 +8,6 @@ views (sql/personas/views), read back here for the summary.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 import polars as pl
@@ -27,8 +26,7 @@ from tasks.engine.spec import RunIdentity
 from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.personas.asking import CheckConfig, ItemAsk, PersonasStage
-
-EMBEDDED_MAX_TOKENS = 8  # one digit, perhaps a full stop
+from tasks.personas.stage import PERSONAS
 
 
 def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: int) -> CheckConfig:
@@ -36,7 +34,7 @@ def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: i
     if n_samples < 2:
         raise UsageError("--samples must be at least 2: a score's spread needs two sampled answers")
     sampling = load_prompt("bfi2_item").sampling
-    cap = EMBEDDED_MAX_TOKENS if endpoint.is_embedded else None
+    cap = PERSONAS.token_cap(endpoint.backend, embedded=endpoint.is_embedded)
     return CheckConfig(endpoint.model, endpoint.backend, sampling, n_samples, temperature, seed, cap)
 
 
@@ -74,22 +72,15 @@ def register_check_run(
     with open_migrated(settings.warehouse) as con:
         con.register("staged_items", pl.DataFrame([vars_of(item) for item in load_items()]).to_arrow())
         run_sql(con, "personas/upsert_items")
-    fixed = (personality_set, config.model, config.n_samples, config.sample_temperature, config.seed)
-    claim = RunClaim(
-        kind="personas",
-        label="personas check run",
-        name=run_name or f"personas-{personality_set}-{config.model.replace('/', '_')}",
-        fixed=fixed,
-        params=run_parameters(config),
-        row={
-            "personality_set": personality_set,
-            "n_samples": config.n_samples,
-            "sample_temperature": config.sample_temperature,
-            "seed": config.seed,
-            "scope": json.dumps({"personalities": [p.code for p in personalities]}),
-        },
-        what="set, model, samples, temperature, seed, prompt or items",
-    )
+    values = {
+        "personality_set": personality_set,
+        "n_samples": config.n_samples,
+        "sample_temperature": config.sample_temperature,
+        "seed": config.seed,
+        "scope": {"personalities": [p.code for p in personalities]},
+    }
+    name = run_name or f"personas-{personality_set}-{config.model.replace('/', '_')}"
+    claim = RunClaim(PERSONAS, name, values, run_parameters(config))
     return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
@@ -118,7 +109,7 @@ def check_answers(settings: Settings, run: RunIdentity, planned: list[ItemAsk]) 
         [{"personality": a.personality, "item_id": a.item_id, "sample_index": a.sample_index} for a in planned],
         schema={"personality": pl.Utf8, "item_id": pl.Int32, "sample_index": pl.Int32},
     )
-    return gate_run(settings, run, frame, Gate("answers", "scores not published (the answers are kept)"))
+    return gate_run(settings, run, frame, Gate("scores not published (the answers are kept)"))
 
 
 @task(cache_policy=NO_CACHE)

@@ -6,7 +6,6 @@ computed in tasks/priming/stats.py.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from prefect import task
@@ -22,8 +21,7 @@ from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingStage
 from tasks.priming.draws import Pools, planned_frame
 from tasks.priming.prompt import batch_prompt
-
-EMBEDDED_MAX_TOKENS = 256  # a JSON object of 16 ids and scores is about 130 tokens
+from tasks.priming.stage import PRIMING
 
 
 def personality_codes(personalities: list[str] | None) -> list[str] | None:
@@ -41,7 +39,7 @@ def batch_config(endpoint: Endpoint, frequency_penalty: float | None, presence_p
             endpoint.model,
             endpoint.backend,
             sampling,
-            EMBEDDED_MAX_TOKENS,
+            PRIMING.token_cap(endpoint.backend, embedded=True),
             frequency_penalty,
             presence_penalty,
             extra_body={"cache_prompt": True},
@@ -66,15 +64,8 @@ def register_priming_run(
 ) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
     name = run_name or default_run_name("priming", config.model, collection_id)
-    claim = RunClaim(
-        kind="priming",
-        label="priming run",
-        name=name,
-        fixed=(collection_id, config.model, seed),
-        params=run_parameters(config),
-        row={"collection_id": collection_id, "seed": seed, "scope": json.dumps(scope)},
-        what="collection, model, seed, prompt or request parameters",
-    )
+    values = {"collection_id": collection_id, "seed": seed, "scope": scope}
+    claim = RunClaim(PRIMING, name, values, run_parameters(config))
     return claim_run(settings, warehouse_id, claim, config.model, config.backend)
 
 
@@ -91,11 +82,12 @@ def priming_stage(config: BatchConfig, personalities: list[Personality], pools: 
 
 @task(cache_policy=NO_CACHE)
 def check_priming_run(settings: Settings, run: RunIdentity, planned: list[BatchItem]) -> int:
-    """The priming gate (sql/priming/gate_items.sql, assert_run_valid.sql); on failure the statistics stay unpublished.
+    """The priming gate (the engine's, with sql/priming/assert_run_valid.sql); on failure the statistics stay
+    unpublished.
 
     Returns the number of planned batches recorded as failures (under the threshold when it returns).
     """
-    gate = Gate("batches", "statistics not published (the batches are kept for inspection)", publish=False)
+    gate = Gate("statistics not published (the batches are kept for inspection)", publish=False)
     return gate_run(settings, run, planned_frame(planned), gate)
 
 

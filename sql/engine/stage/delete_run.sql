@@ -1,0 +1,9 @@
+-- Delete one run of a declared stage and everything it holds, in the caller's transaction. The LLM answers it asked
+-- for stay in llm_requests (and llm_request_history): they are the request cache, and another run may share them.
+delete from {{ history_table|ident }} where {{ run_id|ident }} = $run_id;
+{% for table in owned_tables %}
+delete from {{ table|ident }} where {{ run_id|ident }} = $run_id;
+{% endfor %}
+delete from {{ answers_table|ident }} where {{ run_id|ident }} = $run_id;
+
+delete from {{ runs_table|ident }} where {{ run_id|ident }} = $run_id

@@ -1,0 +1,23 @@
+-- Every run of every declared stage (tasks/engine/stage.py), with its kind, status and how many items it holds.
+with all_runs as (
+{%- for stage in stages %}
+    select
+        '{{ stage.kind|ident }}' as kind, r.{{ stage.run_id|ident }} as run_id, r.run_name, r.model, r.backend,
+        r.status, r.status_reason, r.created_at, r.finished_at,
+        coalesce(a.n_items, 0) as n_items, coalesce(a.n_failures, 0) as n_failures
+    from {{ stage.runs_table|ident }} as r
+    left join (
+        select {{ stage.run_id|ident }} as run_id, count(*) as n_items,
+            count(*) filter (where status <> 'ok') as n_failures
+        from {{ stage.answers_table|ident }}
+        group by all
+    ) as a on a.run_id = r.{{ stage.run_id|ident }}
+{%- if not loop.last %}
+    union all
+{%- endif %}
+{%- endfor %}
+)
+
+select * from all_runs
+where $kind is null or kind = $kind
+order by created_at, kind, run_name

@@ -1,0 +1,207 @@
+"""A stage is a declaration: what identifies its items, what an answer holds, what fixes a run.
+
+From a `StageDeclaration` the engine derives everything that used to be written once per stage: the run's tables
+(`sql/engine/stage/create_tables.sql`), claiming and resuming a run, its status, the items already done, reading the
+journal's outcome lines, merging them (a replaced failure kept in the history table), the gate and deleting a run.
+The templates live once in `sql/engine/stage/`; a stage's own folder `sql/<kind>/` keeps its views and the checks that
+are truly its own (`checks`), and a stage whose outcomes are not one answer per request (judge) names the files it
+keeps (`own_sql`).
+
+Every stage module declares itself at import (`declare`); `declarations()` finds every `tasks/<stage>/stage.py`, so
+`peras runs` sees every kind of run without a list kept by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from peras.sql import identifier, render_sql, statements
+
+# What the engine adds to every stored answer: the outcome's status, why it failed, the request it read, and when.
+OUTCOME_COLUMNS = ("status", "reason", "request_id")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a stage's table: a plain name and its DuckDB type."""
+
+    name: str
+    type: str = "varchar"
+
+    def __post_init__(self) -> None:
+        identifier(self.name)
+        if not all(part.isalnum() or part in "[] ()," for part in self.type):
+            raise ValueError(f"not a plain column type: {self.type!r}")
+
+
+def columns(spec: str) -> tuple[Column, ...]:
+    """Columns written as 'name type, name type' (type defaults to varchar): `columns("query_id, trial integer")`."""
+    parsed = []
+    for part in spec.split(","):
+        name, *kind = part.split()
+        parsed.append(Column(name, " ".join(kind) or "varchar"))
+    return tuple(parsed)
+
+
+@dataclass(frozen=True)
+class StageDeclaration:
+    """What a stage asks and what it keeps; the engine derives the run's bookkeeping from it.
+
+    kind: names the stage everywhere (shard folder, `sql/<kind>/`, `peras runs` kind column).
+    label: how messages name one run ('pairwise run').
+    runs_table, run_id: the table of its runs and the column holding a run's id.
+    fixed: what a run is fixed by besides its request parameters (compared when an existing run is called again).
+    run_columns: the other values a call records on its run (its scope), updated when it is called again.
+    answers_table, history_table: one row per item; failures replaced by a retry go to the history.
+    keys: the columns that identify an item within a run; planned: what a call's plan also fixes per item (the gate
+    finds a stored answer that differs from it, `planned_<name>`); values: what an answer holds.
+    time_column: when the answer was made.
+    failure_group: the columns grouping items for the failure-share threshold ('personality', ...); with none, every
+    item is in one group named `failure_label`.
+    item_name: how the gate names one item, a printf format and its columns.
+    items: how the gate names items in its messages ('answers', 'batches').
+    token_caps: the answer cap per backend (a small embedded model rambles; remote models are not capped).
+    checks: the stage's own gate checks, `sql/<kind>/<check>.sql` over `gate_items` (problem, detail).
+    own_sql: the files under `sql/<kind>/` that replace a template of the same name (judge: its own merge).
+    owned_tables: other tables whose rows belong to a run (same run id column) and go when it is deleted.
+    differs: how a refusal to reuse a run name lists what may differ ('collection, model, seed, prompt or ...').
+    """
+
+    kind: str
+    label: str
+    runs_table: str
+    run_id: str
+    fixed: tuple[Column, ...]
+    answers_table: str
+    history_table: str
+    keys: tuple[Column, ...]
+    values: tuple[Column, ...]
+    run_columns: tuple[Column, ...] = (Column("scope", "json"),)
+    planned: tuple[Column, ...] = ()
+    time_column: str = "judged_at"
+    failure_group: tuple[str, ...] = ("personality",)
+    failure_label: str = "all"
+    item_name: tuple[str, tuple[str, ...]] = ("", ())
+    items: str = "answers"
+    token_caps: Mapping[str, int] = field(default_factory=dict)
+    checks: tuple[str, ...] = ()
+    own_sql: frozenset[str] = frozenset()
+    owned_tables: tuple[str, ...] = ()
+    differs: str = "settings"
+
+    def __post_init__(self) -> None:
+        for name in (self.kind, self.runs_table, self.run_id, self.answers_table, self.history_table, self.time_column):
+            identifier(name)
+        for name in (self.failure_label, *self.failure_group, *self.item_name[1], *self.owned_tables):
+            identifier(name)
+        if any(quote in self.item_name[0] for quote in "'\\"):
+            raise ValueError(f"stage {self.kind}: item_name's format may not hold quotes")
+        known = {c.name for c in (*self.keys, *self.values, *self.planned)}
+        unknown = [name for name in (*self.failure_group, *self.item_name[1]) if name not in known]
+        if unknown:
+            raise ValueError(f"stage {self.kind}: failure_group/item_name name unknown columns {unknown}")
+
+    @cached_property
+    def context(self) -> dict[str, Any]:
+        """What the templates of `sql/engine/stage/` are rendered with."""
+        run_table_columns = _unique((*self.fixed, *self.run_columns, Column("model"), Column("backend")))
+        return {
+            "kind": self.kind,
+            "runs_table": self.runs_table,
+            "run_id": self.run_id,
+            "fixed": self.fixed,
+            "fixed_names": [c.name for c in self.fixed],
+            "run_table_columns": run_table_columns,
+            "insert_names": [c.name for c in run_table_columns],
+            "run_columns": self.run_columns,
+            "answers_table": self.answers_table,
+            "history_table": self.history_table,
+            "keys": self.keys,
+            "key_names": [c.name for c in self.keys],
+            "values": self.values,
+            "value_names": [c.name for c in self.values],
+            "planned": self.planned,
+            "time_column": self.time_column,
+            "failure_group": self.failure_group,
+            "failure_label": self.failure_label,
+            "item_format": self.item_name[0],
+            "item_columns": self.item_name[1],
+            "owned_tables": self.owned_tables,
+        }
+
+    def sql(self, name: str) -> list[str]:
+        """The statements of one piece of the run's SQL: the stage's own file if it keeps one, else the template."""
+        if name in self.own_sql:
+            return statements(f"{self.kind}/{name}")
+        return render_sql(f"engine/stage/{name}", self.context)
+
+    def check_sql(self) -> list[list[str]]:
+        """The stage's own gate checks, each a list of statements."""
+        return [statements(f"{self.kind}/{check}") for check in self.checks]
+
+    def token_cap(self, backend: str, *, embedded: bool = False) -> int | None:
+        """The answer cap of requests to this backend (None: not capped); the embedded model's is 'embedded'."""
+        return self.token_caps.get("embedded" if embedded else backend)
+
+
+def _unique(found: tuple[Column, ...]) -> list[Column]:
+    """Columns in order, each name once (the first wins)."""
+    seen: dict[str, Column] = {}
+    for column in found:
+        seen.setdefault(column.name, column)
+    return list(seen.values())
+
+
+def sql_of(kind: str, name: str) -> list[str]:
+    """The statements of one piece of a kind's run SQL: its declaration's, or `sql/<kind>/<name>.sql` for a stage that
+    is not declared (persona sets keep their own files)."""
+    found = _DECLARED.get(kind)
+    if found is None:
+        discover()
+        found = _DECLARED.get(kind)
+    return found.sql(name) if found is not None else statements(f"{kind}/{name}")
+
+
+def runs_sql() -> list[str]:
+    """Every run of every declared stage: kind, run_id, run_name, model, backend, status, ..., n_items, n_failures."""
+    return render_sql("engine/stage/select_runs", {"stages": declarations()})
+
+
+_DECLARED: dict[str, StageDeclaration] = {}
+
+
+def declare(declaration: StageDeclaration) -> StageDeclaration:
+    """Register a stage (at its module's import); declaring the same kind again replaces it (a test's stage)."""
+    _DECLARED[declaration.kind] = declaration
+    return declaration
+
+
+def declaration(kind: str) -> StageDeclaration:
+    """The declaration of one kind of stage, importing the stage modules if it is not known yet."""
+    if kind not in _DECLARED:
+        discover()
+    if kind not in _DECLARED:
+        raise KeyError(f"no stage declares kind {kind!r}")
+    return _DECLARED[kind]
+
+
+def declarations() -> list[StageDeclaration]:
+    """Every declared stage, in kind order (every `tasks/<stage>/stage.py` is imported first)."""
+    discover()
+    return [_DECLARED[kind] for kind in sorted(_DECLARED)]
+
+
+def discover() -> None:
+    """Import every `tasks/<stage>/stage.py` (each declares its stage when imported)."""
+    import tasks
+
+    for root in tasks.__path__:
+        for module in pkgutil.iter_modules([root]):
+            if module.ispkg and (Path(root) / module.name / "stage.py").is_file():
+                importlib.import_module(f"tasks.{module.name}.stage")
