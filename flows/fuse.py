@@ -19,18 +19,16 @@ from tasks.classify.features import (
     list_feature_streams,
     load_feature_values,
 )
-from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run
+from tasks.engine.running import run_stage
+from tasks.engine.tasks import identify_warehouse, opaque, recorded_run
 from tasks.fuse.tables import load_comparison
 from tasks.fuse.tasks import (
-    check_fuse_run,
+    FuseRecipe,
+    claim_baselines_run,
     collect_answers,
-    fuse_stage,
-    fuser_config,
     load_explanations,
     name_judges,
     plan_fuse,
-    register_fuse_run,
     store_votes,
     summarize,
     summarize_votes,
@@ -69,25 +67,16 @@ def fuse(
     explanations = load_explanations(settings, collection, judges)
     fused = collect_answers(settings, collection, judges, opaque(values), opaque(explanations))
     votes = vote(matrix, opaque(fused))
-    warehouse_id = identify_warehouse(settings)
     scope = {"runs": runs, "n_pairs": n_pairs}
+    planned = plan_fuse(fused, judges, seed, n_pairs)
+    recipe = FuseRecipe(collection, judges, fused, votes, seed, scope, run_name, anonymised, planned)
     if baselines_only:
-        run = register_fuse_run(settings, warehouse_id, run_name, collection, judges, None, seed, scope)
+        run = claim_baselines_run(settings, identify_warehouse(settings), opaque(recipe))
         with recorded_run(settings, run):
             store_votes(settings, run, judges, opaque(votes), publish=True)
         publish_analyst_snapshot(settings)
         return summarize_votes(run, judges, votes) | load_comparison(settings, run.run_id)
-    with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
-        config = fuser_config(endpoint, anonymised)
-        run = register_fuse_run(settings, warehouse_id, run_name, collection, judges, config, seed, scope)
-        with recorded_run(settings, run):
-            store_votes(settings, run, judges, opaque(votes), publish=False)
-            plan = plan_fuse(run, opaque(fused), judges, seed, n_pairs)
-            stats = ask_all(
-                settings, endpoint, run, opaque(fuse_stage(config, fused)), opaque(plan), chunk_size, retry_failed
-            )
-            n_failures = check_fuse_run(settings, run, opaque(plan))
+    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
     publish_analyst_snapshot(settings)
-    counts = summarize(run, endpoint, summarize_votes(run, judges, votes), plan, n_failures, stats)
-    return counts | load_comparison(settings, run.run_id)
+    counts = summarize(outcome, summarize_votes(outcome.run, judges, votes), len(planned))
+    return counts | load_comparison(settings, outcome.run.run_id)

@@ -12,27 +12,9 @@ from prefect import flow
 
 from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
-from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.tasks import (
-    ask_all,
-    check_endpoint,
-    identify_warehouse,
-    opaque,
-    recorded_run,
-    store_personalities,
-)
+from tasks.engine.running import run_stage
 from tasks.pairwise.asking import plan_items
-from tasks.pairwise.tasks import (
-    check_pairwise_run,
-    check_prompts,
-    draw,
-    load_judged,
-    pairwise_config,
-    pairwise_stage,
-    plan_pairwise,
-    register_pairwise_run,
-    summarize,
-)
+from tasks.pairwise.tasks import PairwiseRecipe, check_prompts, draw, load_judged, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
 
 
@@ -63,16 +45,7 @@ def pairwise(
     pairs = draw(judged, seed, pairs_per_topic)
     planned = plan_items(pairs, [p.code for p in chosen], chosen_prompts)
     scope = {"pairs_per_topic": pairs_per_topic, "prompts": chosen_prompts, "personalities": [p.code for p in chosen]}
-    warehouse_id = identify_warehouse(settings)
-    with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
-        config = pairwise_config(endpoint)
-        run = register_pairwise_run(settings, warehouse_id, run_name, collection, subset, config, seed, scope)
-        store_personalities(settings, chosen)
-        with recorded_run(settings, run):
-            plan = plan_pairwise(run, planned)
-            stage = pairwise_stage(config, chosen, judged)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
-            n_failures = check_pairwise_run(settings, run, opaque(planned))
+    recipe = PairwiseRecipe(collection, subset, seed, scope, run_name, chosen, judged, planned)
+    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
     publish_analyst_snapshot(settings)
-    return summarize(run, endpoint, scope | {"n_pairs": len(pairs)}, len(planned), n_failures, stats)
+    return summarize(outcome, scope | {"n_pairs": len(pairs)}, len(planned))

@@ -18,7 +18,8 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run, store_personalities
+from tasks.engine.running import run_stage
+from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run
 from tasks.personas.build_sets import (
     build_config,
     build_stage,
@@ -31,16 +32,7 @@ from tasks.personas.build_sets import (
     record_round,
     register_build,
 )
-from tasks.personas.tasks import (
-    check_answers,
-    check_config,
-    load_fidelity,
-    personas_stage,
-    plan_answers,
-    plan_check,
-    register_check_run,
-    summarize,
-)
+from tasks.personas.tasks import CheckRecipe, load_fidelity, plan_answers, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
 
 
@@ -67,20 +59,11 @@ def personas_check(
     chosen = choose_set(settings, personality_set)
     items = choose_items(items_per_domain)
     planned = plan_answers(chosen, items, samples)
-    warehouse_id = identify_warehouse(settings)
-    with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
-        config = check_config(endpoint, samples, temperature, seed)
-        run = register_check_run(settings, warehouse_id, run_name, personality_set, config, chosen)
-        store_personalities(settings, chosen)
-        with recorded_run(settings, run):
-            plan = plan_check(run, planned)
-            stage = personas_stage(config, chosen, items)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
-            n_failures = check_answers(settings, run, opaque(planned))
+    recipe = CheckRecipe(personality_set, samples, temperature, seed, run_name, chosen, items, planned)
+    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
     publish_analyst_snapshot(settings)
-    tables = load_fidelity(settings, run.run_name)
-    return summarize(run, endpoint, personality_set, config, len(planned), n_failures, stats, tables)
+    tables = load_fidelity(settings, outcome.run.run_name)
+    return summarize(outcome, personality_set, len(planned), tables)
 
 
 @flow(name="personas-build", flow_run_name="personas-build-{set_name}", log_prints=True)

@@ -13,27 +13,12 @@ from prefect import flow
 
 from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
-from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.tasks import (
-    ask_all,
-    check_endpoint,
-    identify_warehouse,
-    opaque,
-    recorded_run,
-    store_personalities,
-)
+from tasks.engine.running import run_stage
+from tasks.engine.tasks import opaque
 from tasks.priming.draws import check_batch_settings, choose_topics, draw_trials, load_pools, plan_batches
 from tasks.priming.stats import compute_priming_index, compute_priming_tests, load_priming_pairs, publish_priming_stats
 from tasks.priming.tables import load_priming_tables, plot_priming_topics, publish_priming_artifact
-from tasks.priming.tasks import (
-    batch_config,
-    check_priming_run,
-    personality_codes,
-    plan_priming,
-    priming_stage,
-    register_priming_run,
-    summarize,
-)
+from tasks.priming.tasks import PrimingRecipe, personality_codes, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
 
 
@@ -73,22 +58,16 @@ def priming(
         "batch_settings": layouts,
         "personalities": [p.code for p in chosen],
     }
-    warehouse_id = identify_warehouse(settings)
-    with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
-        config = batch_config(endpoint, frequency_penalty, presence_penalty)
-        run = register_priming_run(settings, warehouse_id, run_name, collection, config, seed, scope)
-        store_personalities(settings, chosen)
-        with recorded_run(settings, run):
-            plan = plan_priming(run, planned)
-            stage = priming_stage(config, chosen, pools)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
-            n_failures = check_priming_run(settings, run, opaque(planned))
+    recipe = PrimingRecipe(
+        collection, seed, scope, run_name, frequency_penalty, presence_penalty, chosen, pools, planned
+    )
+    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    run = outcome.run
     pairs = load_priming_pairs(settings, run.run_id, opaque(planned))
     publish_priming_stats(settings, run.run_id, compute_priming_tests(pairs), compute_priming_index(pairs))
     publish_analyst_snapshot(settings)
     tables = load_priming_tables(settings, run.run_name)
     plots = plot_priming_topics(settings, run.run_name, tables.analysis)
-    summary = summarize(run, endpoint, scope, len(planned), n_failures, stats, tables, plots)
+    summary = summarize(outcome, scope, len(planned), tables, plots)
     publish_priming_artifact(summary)
     return summary

@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from peras.sql import identifier, render_sql, statements
+from peras.sql import identifier, render_sql, run_sql, statements
 
 # What the engine adds to every stored answer: the outcome's status, why it failed, the request it read, and when.
 OUTCOME_COLUMNS = ("status", "reason", "request_id")
@@ -168,9 +168,12 @@ def sql_of(kind: str, name: str) -> list[str]:
     return found.sql(name) if found is not None else statements(f"{kind}/{name}")
 
 
-def runs_sql() -> list[str]:
-    """Every run of every declared stage: kind, run_id, run_name, model, backend, status, ..., n_items, n_failures."""
-    return render_sql("engine/stage/select_runs", {"stages": declarations()})
+def runs_sql(con: Any) -> list[str]:
+    """Every run of every declared stage whose tables exist in the warehouse of `con`: kind, run_id, run_name, model,
+    backend, status, status_reason, created_at, finished_at, n_items, n_failures (bind `$kind`: one kind, or null)."""
+    tables = {row[0] for row in run_sql(con, "engine/select_table_names").fetchall()}
+    present = [stage for stage in declarations() if {stage.runs_table, stage.answers_table} <= tables]
+    return render_sql("engine/stage/select_runs", {"stages": present})
 
 
 _DECLARED: dict[str, StageDeclaration] = {}

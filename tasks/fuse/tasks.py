@@ -23,9 +23,9 @@ from peras.warehouse import now, open_migrated, transaction
 from tasks.classify.aggregate import baseline_votes
 from tasks.classify.features import STREAM_KEYS, FeatureMatrix, FeatureSet
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.running import StageOutcome
+from tasks.engine.runs import Gate, RunClaim, claim_run
 from tasks.engine.spec import RunIdentity
-from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.fuse.asking import FuseConfig, FuseItem, FuseStage, JudgeAnswer, shuffled_judges
 from tasks.fuse.prompt import fuser_prompt
@@ -131,24 +131,55 @@ def run_parameters(config: FuseConfig | None) -> dict[str, Any]:
     }
 
 
+@dataclass
+class FuseRecipe:
+    """Fuse's part of the one flow body (tasks/engine/running.py): the run, the fuser stage, the pairs asked; the
+    votes are stored with the run before the fuser is asked."""
+
+    collection_id: str
+    judges: Judges
+    fused: Fused
+    votes: pl.DataFrame
+    seed: int
+    scope: dict[str, Any]
+    run_name: str | None
+    anonymised: bool
+    planned: list[FuseItem]
+    gate: Gate = Gate("run not published (its answers are kept for inspection)")
+    personalities: tuple[()] = ()  # the judges' personalities were recorded by their judge runs
+
+    def configure(self, endpoint: Endpoint) -> FuseConfig:
+        """The fuser's sampling; the embedded model also an answer cap (recorded)."""
+        return fuser_config(endpoint, self.anonymised)
+
+    def claim(self, config: FuseConfig | None) -> RunClaim:
+        """A run is fixed by its collection, judges, fuser model (none: baselines only), seed and parameters."""
+        model = config.model if config else NO_FUSER
+        feature_set_id = self.judges.feature_set.feature_set_id
+        name = self.run_name or f"{self.collection_id}-fuse-{feature_set_id[:8]}-{model.replace('/', '_')}"
+        values = {"collection_id": self.collection_id, "feature_set_id": feature_set_id, "seed": self.seed}
+        return RunClaim(FUSE, name, values | {"scope": self.scope}, run_parameters(config))
+
+    def stage(self, config: FuseConfig) -> FuseStage:
+        """Pairs to requests, answers to answer rows."""
+        return FuseStage(config, self.fused.answers, self.fused.texts)
+
+    def planned_frame(self) -> pl.DataFrame:
+        """The pairs asked, for the gate."""
+        return pl.DataFrame(
+            [{"query_id": i.query_id, "doc_id": i.doc_id} for i in self.planned],
+            schema={"query_id": pl.Utf8, "doc_id": pl.Utf8},
+        )
+
+    def prepare(self, settings: Settings, run: RunIdentity) -> None:
+        """The run's judges and votes, stored before the fuser is asked (published with the gate)."""
+        store_votes(settings, run, self.judges, self.votes, publish=False)
+
+
 @task(cache_policy=NO_CACHE)
-def register_fuse_run(
-    settings: Settings,
-    warehouse_id: str,
-    run_name: str | None,
-    collection_id: str,
-    judges: Judges,
-    config: FuseConfig | None,
-    seed: int,
-    scope: dict[str, Any],
-) -> RunIdentity:
-    """Create the run, or check that an existing run of that name fuses the same judges the same way (then extend)."""
-    model, backend = (config.model, config.backend) if config else (NO_FUSER, NO_FUSER)
-    feature_set_id = judges.feature_set.feature_set_id
-    default = f"{collection_id}-fuse-{feature_set_id[:8]}-{model.replace('/', '_')}"
-    values = {"collection_id": collection_id, "feature_set_id": feature_set_id, "seed": seed, "scope": scope}
-    claim = RunClaim(FUSE, run_name or default, values, run_parameters(config))
-    return claim_run(settings, warehouse_id, claim, model, backend)
+def claim_baselines_run(settings: Settings, warehouse_id: str, recipe: FuseRecipe) -> RunIdentity:
+    """A baselines-only run (no fuser): created, or found asking the same way."""
+    return claim_run(settings, warehouse_id, recipe.claim(None), NO_FUSER, NO_FUSER)
 
 
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
@@ -168,27 +199,11 @@ def pair_rank(seed: int, query_id: str, doc_id: str) -> str:
     return hashlib.sha256(f"{seed}\x1f{query_id}\x1f{doc_id}\x1frank".encode()).hexdigest()
 
 
-@task(cache_policy=NO_CACHE)
-def plan_fuse(run: RunIdentity, fused: Fused, judges: Judges, seed: int, n_pairs: int | None) -> HeldPlan[FuseItem]:
+def plan_fuse(fused: Fused, judges: Judges, seed: int, n_pairs: int | None) -> list[FuseItem]:
     """The pairs to ask (all, or the first n_pairs in the seeded order), each with its judges shuffled."""
     keys = sorted(fused.pairs.select("query_id", "doc_id").iter_rows(), key=lambda k: pair_rank(seed, *k))
     chosen = keys if n_pairs is None else keys[:n_pairs]
-    return HeldPlan("fuse", run.run_id, [FuseItem(q, d, shuffled_judges(judges.names, seed, q, d)) for q, d in chosen])
-
-
-def fuse_stage(config: FuseConfig, fused: Fused) -> FuseStage:
-    """Fuse's half of the engine contract: pairs to requests, answers to answer rows."""
-    return FuseStage(config, fused.answers, fused.texts)
-
-
-@task(cache_policy=NO_CACHE)
-def check_fuse_run(settings: Settings, run: RunIdentity, plan: HeldPlan[FuseItem]) -> int:
-    """The fuse gate (the engine's): every planned pair answered, failures under the threshold."""
-    planned = pl.DataFrame(
-        [{"query_id": i.query_id, "doc_id": i.doc_id} for i in plan.planned],
-        schema={"query_id": pl.Utf8, "doc_id": pl.Utf8},
-    )
-    return gate_run(settings, run, planned, Gate("run not published (its answers are kept for inspection)"))
+    return [FuseItem(q, d, shuffled_judges(judges.names, seed, q, d)) for q, d in chosen]
 
 
 def summarize_votes(run: RunIdentity, judges: Judges, votes: pl.DataFrame) -> dict[str, Any]:
@@ -202,13 +217,7 @@ def summarize_votes(run: RunIdentity, judges: Judges, votes: pl.DataFrame) -> di
     }
 
 
-def summarize(
-    run: RunIdentity,
-    endpoint: Endpoint,
-    counts: dict[str, Any],
-    plan: HeldPlan[FuseItem],
-    n_failures: int,
-    stats: dict[str, Any],
-) -> dict[str, Any]:
+def summarize(outcome: StageOutcome[FuseConfig], counts: dict[str, Any], n_asked: int) -> dict[str, Any]:
     """Counts for the CLI and the artifact, with what the fuser was asked."""
-    return counts | run_counts(run, endpoint, stats) | {"n_asked": len(plan.planned), "n_failures": n_failures}
+    engine = run_counts(outcome.run, outcome.endpoint, outcome.stats)
+    return counts | engine | {"n_asked": n_asked, "n_failures": outcome.n_failures}

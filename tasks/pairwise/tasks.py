@@ -1,4 +1,4 @@
-"""Pairwise tasks: load the judged passages, draw the pairs, register the run, hand the items to the engine, gate.
+"""Pairwise tasks: load the judged passages, draw the pairs, and the recipe the one flow body asks them with.
 
 Pairs are drawn in tasks/pairwise/draws.py and asked as tasks/pairwise/asking.py says; the measures are views
 (sql/pairwise/views/) read by tasks/pairwise/tables.py.
@@ -19,9 +19,9 @@ from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.running import StageOutcome
+from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity, default_run_name
-from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
@@ -81,32 +81,41 @@ def run_parameters(config: PairwiseConfig) -> dict[str, Any]:
     }
 
 
-@task(cache_policy=NO_CACHE)
-def register_pairwise_run(
-    settings: Settings,
-    warehouse_id: str,
-    run_name: str | None,
-    collection_id: str,
-    subset_name: str | None,
-    config: PairwiseConfig,
-    seed: int,
-    scope: dict[str, Any],
-) -> RunIdentity:
-    """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
-    name = run_name or default_run_name("pairwise", config.model, collection_id, subset_name)
-    values = {"collection_id": collection_id, "subset_name": subset_name, "seed": seed, "scope": scope}
-    claim = RunClaim(PAIRWISE, name, values, run_parameters(config))
-    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
+@dataclass
+class PairwiseRecipe:
+    """Pairwise's part of the one flow body (tasks/engine/running.py): its run, its stage, its planned items."""
 
+    collection_id: str
+    subset_name: str | None
+    seed: int
+    scope: dict[str, Any]
+    run_name: str | None
+    personalities: list[Personality]
+    collection: Collection
+    planned: list[PairItem]
+    gate: Gate = Gate("run not published (its answers are kept for inspection)")
 
-def plan_pairwise(run: RunIdentity, planned: list[PairItem]) -> HeldPlan[PairItem]:
-    """The planned items; those with a stored answer are skipped when asked."""
-    return HeldPlan("pairwise", run.run_id, planned)
+    def configure(self, endpoint: Endpoint) -> PairwiseConfig:
+        """Remote models get the prompts' sampling alone; the embedded model also an answer cap (recorded)."""
+        return pairwise_config(endpoint)
 
+    def claim(self, config: PairwiseConfig) -> RunClaim:
+        """A run is fixed by its collection, subset, model, seed and every prompt's parameters."""
+        name = self.run_name or default_run_name("pairwise", config.model, self.collection_id, self.subset_name)
+        values = {"collection_id": self.collection_id, "subset_name": self.subset_name, "seed": self.seed}
+        return RunClaim(PAIRWISE, name, values | {"scope": self.scope}, run_parameters(config))
 
-def pairwise_stage(config: PairwiseConfig, personalities: list[Personality], collection: Collection) -> PairwiseStage:
-    """Pairwise's half of the engine contract: items to requests, answers to answer rows."""
-    return PairwiseStage(config, {p.code: p for p in personalities}, collection.queries, collection.texts)
+    def stage(self, config: PairwiseConfig) -> PairwiseStage:
+        """Items to requests, answers to answer rows."""
+        personalities = {p.code: p for p in self.personalities}
+        return PairwiseStage(config, personalities, self.collection.queries, self.collection.texts)
+
+    def planned_frame(self) -> pl.DataFrame:
+        """The planned items as rows, for the gate."""
+        return planned_frame(self.planned)
+
+    def prepare(self, settings: Settings, run: RunIdentity) -> None:
+        """Nothing is stored before asking."""
 
 
 def planned_frame(planned: list[PairItem]) -> pl.DataFrame:
@@ -131,18 +140,7 @@ def planned_frame(planned: list[PairItem]) -> pl.DataFrame:
     )
 
 
-@task(cache_policy=NO_CACHE)
-def check_pairwise_run(settings: Settings, run: RunIdentity, planned: list[PairItem]) -> int:
-    """The pairwise gate (the engine's, with sql/pairwise/assert_run_valid.sql): published if it passes.
-
-    Returns the number of planned answers recorded as failures (under the threshold when it returns).
-    """
-    gate = Gate("run not published (its answers are kept for inspection)")
-    return gate_run(settings, run, planned_frame(planned), gate)
-
-
-def summarize(
-    run: RunIdentity, endpoint: Endpoint, scope: dict[str, Any], n_planned: int, n_failures: int, stats: dict[str, Any]
-) -> dict[str, Any]:
+def summarize(outcome: StageOutcome[PairwiseConfig], scope: dict[str, Any], n_planned: int) -> dict[str, Any]:
     """Counts for the CLI and the artifact."""
-    return run_counts(run, endpoint, stats) | scope | {"n_planned": n_planned, "n_failures": n_failures}
+    counts = run_counts(outcome.run, outcome.endpoint, outcome.stats)
+    return counts | scope | {"n_planned": n_planned, "n_failures": outcome.n_failures}

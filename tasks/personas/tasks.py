@@ -8,6 +8,7 @@ views (sql/personas/views), read back here for the summary.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -21,9 +22,9 @@ from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.running import StageOutcome
+from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
-from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.personas.asking import CheckConfig, ItemAsk, PersonasStage
 from tasks.personas.stage import PERSONAS
@@ -59,57 +60,61 @@ def run_parameters(config: CheckConfig) -> dict[str, Any]:
     }
 
 
-@task(cache_policy=NO_CACHE)
-def register_check_run(
-    settings: Settings,
-    warehouse_id: str,
-    run_name: str | None,
-    personality_set: str,
-    config: CheckConfig,
-    personalities: list[Personality],
-) -> RunIdentity:
-    """Store the items, then create the run or check that an existing run of that name asks the same way."""
-    with open_migrated(settings.warehouse) as con:
-        con.register("staged_items", pl.DataFrame([vars_of(item) for item in load_items()]).to_arrow())
-        run_sql(con, "personas/upsert_items")
-    values = {
-        "personality_set": personality_set,
-        "n_samples": config.n_samples,
-        "sample_temperature": config.sample_temperature,
-        "seed": config.seed,
-        "scope": {"personalities": [p.code for p in personalities]},
-    }
-    name = run_name or f"personas-{personality_set}-{config.model.replace('/', '_')}"
-    claim = RunClaim(PERSONAS, name, values, run_parameters(config))
-    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
+@dataclass
+class CheckRecipe:
+    """The personas check's part of the one flow body (tasks/engine/running.py)."""
+
+    personality_set: str
+    samples: int
+    temperature: float
+    seed: int
+    run_name: str | None
+    personalities: list[Personality]
+    items: list[Bfi2Item]
+    planned: list[ItemAsk]
+    gate: Gate = Gate("scores not published (the answers are kept)")
+
+    def configure(self, endpoint: Endpoint) -> CheckConfig:
+        """Greedy sample 0, k samples at the temperature; the embedded model also a cap."""
+        return check_config(endpoint, self.samples, self.temperature, self.seed)
+
+    def claim(self, config: CheckConfig) -> RunClaim:
+        """A check run is fixed by its set, model, samples, temperature, seed, prompt and items."""
+        values = {
+            "personality_set": self.personality_set,
+            "n_samples": config.n_samples,
+            "sample_temperature": config.sample_temperature,
+            "seed": config.seed,
+            "scope": {"personalities": [p.code for p in self.personalities]},
+        }
+        name = self.run_name or f"personas-{self.personality_set}-{config.model.replace('/', '_')}"
+        return RunClaim(PERSONAS, name, values, run_parameters(config))
+
+    def stage(self, config: CheckConfig) -> PersonasStage:
+        """Items to requests, answers to answer rows."""
+        items = {item.item_id: item for item in self.items}
+        return PersonasStage(config, {p.code: p for p in self.personalities}, items)
+
+    def planned_frame(self) -> pl.DataFrame:
+        """The planned answers as rows, for the gate."""
+        return pl.DataFrame(
+            [
+                {"personality": a.personality, "item_id": a.item_id, "sample_index": a.sample_index}
+                for a in self.planned
+            ],
+            schema={"personality": pl.Utf8, "item_id": pl.Int32, "sample_index": pl.Int32},
+        )
+
+    def prepare(self, settings: Settings, run: RunIdentity) -> None:
+        """The BFI-2 items the answers refer to (bfi2_items), stored before asking."""
+        with open_migrated(settings.warehouse) as con:
+            con.register("staged_items", pl.DataFrame([vars_of(item) for item in load_items()]).to_arrow())
+            run_sql(con, "personas/upsert_items")
 
 
 def vars_of(item: Bfi2Item) -> dict[str, Any]:
     """An item as a row of bfi2_items."""
     return {f: getattr(item, f) for f in ("item_id", "domain_code", "domain", "facet", "keyed", "item")}
-
-
-def plan_check(run: RunIdentity, planned: list[ItemAsk]) -> HeldPlan[ItemAsk]:
-    """The planned answers; those with a stored outcome are skipped when asked."""
-    return HeldPlan("personas", run.run_id, planned)
-
-
-def personas_stage(config: CheckConfig, personalities: list[Personality], items: list[Bfi2Item]) -> PersonasStage:
-    """The personas half of the engine contract: items to requests, answers to answer rows."""
-    return PersonasStage(config, {p.code: p for p in personalities}, {item.item_id: item for item in items})
-
-
-@task(cache_policy=NO_CACHE)
-def check_answers(settings: Settings, run: RunIdentity, planned: list[ItemAsk]) -> int:
-    """The personas gate (the engine's: every planned answer stored, failure shares); publish on success.
-
-    Returns the number of planned answers recorded as failures.
-    """
-    frame = pl.DataFrame(
-        [{"personality": a.personality, "item_id": a.item_id, "sample_index": a.sample_index} for a in planned],
-        schema={"personality": pl.Utf8, "item_id": pl.Int32, "sample_index": pl.Int32},
-    )
-    return gate_run(settings, run, frame, Gate("scores not published (the answers are kept)"))
 
 
 @task(cache_policy=NO_CACHE)
@@ -125,21 +130,14 @@ def load_fidelity(settings: Settings, run_name: str) -> dict[str, list[dict[str,
 
 
 def summarize(
-    run: RunIdentity,
-    endpoint: Endpoint,
-    personality_set: str,
-    config: CheckConfig,
-    n_answers: int,
-    n_failures: int,
-    stats: dict[str, Any],
-    tables: dict[str, list[dict[str, Any]]],
+    outcome: StageOutcome[CheckConfig], personality_set: str, n_answers: int, tables: dict[str, list[dict[str, Any]]]
 ) -> dict[str, Any]:
     """Counts and tables for the CLI."""
-    return run_counts(run, endpoint, stats) | {
+    return run_counts(outcome.run, outcome.endpoint, outcome.stats) | {
         "personality_set": personality_set,
-        "n_samples": config.n_samples,
-        "sample_temperature": config.sample_temperature,
+        "n_samples": outcome.config.n_samples,
+        "sample_temperature": outcome.config.sample_temperature,
         "n_answers": n_answers,
-        "n_failures": n_failures,
+        "n_failures": outcome.n_failures,
         **tables,
     }

@@ -1,4 +1,4 @@
-"""Priming tasks: register the run, hand the planned batches to the engine, gate.
+"""Priming tasks: the recipe the one flow body asks the planned batches with, and the summary.
 
 The trials are drawn in tasks/priming/draws.py, asked as tasks/priming/asking.py says, and the statistics are
 computed in tasks/priming/stats.py.
@@ -6,17 +6,17 @@ computed in tasks/priming/stats.py.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
+import polars as pl
 
 from peras.prompting import DEFAULT_CODE, Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.running import StageOutcome
+from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity, default_run_name
-from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingStage
 from tasks.priming.draws import Pools, planned_frame
@@ -52,57 +52,51 @@ def run_parameters(config: BatchConfig) -> dict[str, Any]:
     return {"request_params": config.params(), "prompt_sha256": batch_prompt().fingerprint}
 
 
-@task(cache_policy=NO_CACHE)
-def register_priming_run(
-    settings: Settings,
-    warehouse_id: str,
-    run_name: str | None,
-    collection_id: str,
-    config: BatchConfig,
-    seed: int,
-    scope: dict[str, Any],
-) -> RunIdentity:
-    """Create the run, or check that an existing run of that name asks the same way (then extend it)."""
-    name = run_name or default_run_name("priming", config.model, collection_id)
-    values = {"collection_id": collection_id, "seed": seed, "scope": scope}
-    claim = RunClaim(PRIMING, name, values, run_parameters(config))
-    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
+@dataclass
+class PrimingRecipe:
+    """Priming's part of the one flow body (tasks/engine/running.py); its gate publishes nothing: the statistics
+    are published after it passes."""
 
+    collection_id: str
+    seed: int
+    scope: dict[str, Any]
+    run_name: str | None
+    frequency_penalty: float | None
+    presence_penalty: float | None
+    personalities: list[Personality]
+    pools: Pools
+    planned: list[BatchItem]
+    gate: Gate = Gate("statistics not published (the batches are kept for inspection)", publish=False)
 
-def plan_priming(run: RunIdentity, planned: list[BatchItem]) -> HeldPlan[BatchItem]:
-    """The planned batches; those with a stored outcome are skipped when asked."""
-    return HeldPlan("priming", run.run_id, planned)
+    def configure(self, endpoint: Endpoint) -> BatchConfig:
+        """The prompt's sampling and the penalties; the embedded model also an answer cap (recorded)."""
+        return batch_config(endpoint, self.frequency_penalty, self.presence_penalty)
 
+    def claim(self, config: BatchConfig) -> RunClaim:
+        """A run is fixed by its collection, model, seed, prompt and request parameters."""
+        name = self.run_name or default_run_name("priming", config.model, self.collection_id)
+        values = {"collection_id": self.collection_id, "seed": self.seed, "scope": self.scope}
+        return RunClaim(PRIMING, name, values, run_parameters(config))
 
-def priming_stage(config: BatchConfig, personalities: list[Personality], pools: Pools) -> PrimingStage:
-    """Priming's half of the engine contract: batches to requests, answers to batch outcomes."""
-    queries = {query_id: pool.query for query_id, pool in pools.topics.items()}
-    return PrimingStage(config, {p.code: p for p in personalities}, queries, pools.texts)
+    def stage(self, config: BatchConfig) -> PrimingStage:
+        """Batches to requests, answers to batch outcomes."""
+        queries = {query_id: pool.query for query_id, pool in self.pools.topics.items()}
+        return PrimingStage(config, {p.code: p for p in self.personalities}, queries, self.pools.texts)
 
+    def planned_frame(self) -> pl.DataFrame:
+        """The planned batches as rows, for the gate."""
+        return planned_frame(self.planned)
 
-@task(cache_policy=NO_CACHE)
-def check_priming_run(settings: Settings, run: RunIdentity, planned: list[BatchItem]) -> int:
-    """The priming gate (the engine's, with sql/priming/assert_run_valid.sql); on failure the statistics stay
-    unpublished.
-
-    Returns the number of planned batches recorded as failures (under the threshold when it returns).
-    """
-    gate = Gate("statistics not published (the batches are kept for inspection)", publish=False)
-    return gate_run(settings, run, planned_frame(planned), gate)
+    def prepare(self, settings: Settings, run: RunIdentity) -> None:
+        """Nothing is stored before asking."""
 
 
 def summarize(
-    run: RunIdentity,
-    endpoint: Endpoint,
-    scope: dict[str, Any],
-    n_batches: int,
-    n_failures: int,
-    stats: dict[str, Any],
-    tables: Any,
-    plots: list[str],
+    outcome: StageOutcome[BatchConfig], scope: dict[str, Any], n_batches: int, tables: Any, plots: list[str]
 ) -> dict[str, Any]:
     """Counts and tables for the CLI and the artifact."""
-    return run_counts(run, endpoint, stats) | {
+    n_failures = outcome.n_failures
+    return run_counts(outcome.run, outcome.endpoint, outcome.stats) | {
         "n_topics": len(scope["topics"]),
         **scope,
         "n_batches": n_batches,

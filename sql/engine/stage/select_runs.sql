@@ -1,5 +1,12 @@
 -- Every run of every declared stage (tasks/engine/stage.py), with its kind, status and how many items it holds.
 with all_runs as (
+{%- if not stages %}
+    select
+        null::varchar as kind, null::varchar as run_id, null::varchar as run_name, null::varchar as model,
+        null::varchar as backend, null::varchar as status, null::varchar as status_reason,
+        null::timestamp as created_at, null::timestamp as finished_at, 0 as n_items, 0 as n_failures
+    where false
+{%- endif %}
 {%- for stage in stages %}
     select
         '{{ stage.kind|ident }}' as kind, r.{{ stage.run_id|ident }} as run_id, r.run_name, r.model, r.backend,

@@ -1,9 +1,11 @@
--- Delete one judge run and its judgments, in the caller's transaction. The LLM answers it asked for stay in
+-- Delete one judge run, its judgments and its fan-out beats, in the caller's transaction. The LLM answers it asked for stay in
 -- llm_requests (and llm_request_history): they are the request cache, and another run may share them.
 delete from judgments where run_id = $run_id;
 
 delete from judgment_history where run_id = $run_id;
 
 delete from import_reports where run_id = $run_id;
+
+delete from judge_part_beats where run_id = $run_id;
 
 delete from judge_runs where run_id = $run_id

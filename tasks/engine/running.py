@@ -1,0 +1,117 @@
+"""The one flow body of an LLM stage: serve the endpoint, claim the run, ask, gate, in that order, written once.
+
+A stage's flow plans its items (its own steps), hands them with a `StageRecipe` to `run_stage`, then does what is
+its own afterwards (statistics, tables, the summary). The recipe holds what differs between stages: how requests
+are sent to this endpoint (`configure`), what fixes the run (`claim`), the stage object that asks (`stage`) and
+the planned items the gate checks (`planned_frame`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import polars as pl
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from peras.prompting import Personality
+from peras.settings import Settings
+from tasks.engine.endpoint import Endpoint, serving_endpoint
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.spec import RunIdentity, Stage
+from tasks.engine.stages import HeldPlan, Keyed
+from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run, store_personalities
+
+ConfigT = TypeVar("ConfigT")
+K = TypeVar("K", bound=Keyed)
+
+
+class StageRecipe(Protocol[ConfigT]):
+    """What a stage hands the one flow body: everything that differs between stages, nothing that does not."""
+
+    @property
+    def gate(self) -> Gate:
+        """How the gate speaks, and whether it publishes the run."""
+        ...
+
+    @property
+    def personalities(self) -> Sequence[Personality]:
+        """The personalities asked under, recorded with their instruction text before asking."""
+        ...
+
+    def configure(self, endpoint: Endpoint) -> ConfigT:
+        """How requests are sent to this endpoint (sampling, caps; recorded in the run's parameters)."""
+        ...
+
+    def claim(self, config: ConfigT) -> RunClaim:
+        """What fixes the run: its declaration, name, fixed values and request parameters."""
+        ...
+
+    def stage(self, config: ConfigT) -> Stage:
+        """The stage object that turns an item into requests and the answers into one outcome row."""
+        ...
+
+    def planned_frame(self) -> pl.DataFrame:
+        """The planned items as rows (keys and what the plan fixes), for the gate."""
+        ...
+
+    def prepare(self, settings: Settings, run: RunIdentity) -> None:
+        """Anything the stage stores with the run before asking (fuse: its votes); usually nothing."""
+        ...
+
+
+@dataclass
+class StageOutcome(Generic[ConfigT]):
+    """What the body did: the run, the endpoint it asked, how, the engine's counts and the gate's failures."""
+
+    run: RunIdentity
+    endpoint: Endpoint
+    config: ConfigT
+    stats: dict[str, Any]
+    n_failures: int
+
+
+@task(cache_policy=NO_CACHE)
+def claim_stage_run(settings: Settings, warehouse_id: str, claim: RunClaim, endpoint: Endpoint) -> RunIdentity:
+    """Create the run, or check that an existing run of that name asks the same way (then resume or extend it)."""
+    return claim_run(settings, warehouse_id, claim, endpoint.model, endpoint.backend)
+
+
+@task(cache_policy=NO_CACHE)
+def gate_stage_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, gate: Gate) -> int:
+    """The stage's gate over everything the run holds; published if it passes (when the stage publishes here).
+
+    Returns the number of planned items recorded as failures (under the threshold when it returns).
+    """
+    return gate_run(settings, run, planned, gate)
+
+
+def run_stage(
+    settings: Settings,
+    recipe: StageRecipe[ConfigT],
+    planned: list[K],
+    backend: str | None,
+    chunk_size: int,
+    retry_failed: bool = False,
+) -> StageOutcome[ConfigT]:
+    """Serve the endpoint, check it, claim the run, ask every planned item without a stored answer, gate.
+
+    The run is 'running' while it asks and 'failed' (with the reason) or 'failed_check' if anything here fails.
+    """
+    warehouse_id = identify_warehouse(settings)
+    with serving_endpoint(settings, backend) as endpoint:
+        check_endpoint(settings, endpoint)
+        config = recipe.configure(endpoint)
+        claim = recipe.claim(config)
+        run = claim_stage_run(settings, warehouse_id, claim, endpoint)
+        if recipe.personalities:
+            store_personalities(settings, list(recipe.personalities))
+        with recorded_run(settings, run):
+            recipe.prepare(settings, run)
+            plan = HeldPlan(claim.stage.kind, run.run_id, planned)
+            stage = recipe.stage(config)
+            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
+            n_failures = gate_stage_run(settings, run, opaque(recipe.planned_frame()), recipe.gate)
+    return StageOutcome(run, endpoint, config, stats, n_failures)

@@ -1,0 +1,255 @@
+"""Issue 29: a stage is a declaration. A throwaway stage (tests/toy_stage.py: a declaration, a stage object, a
+recipe and a flow) runs end to end against the scripted server on the engine's bookkeeping alone; the declared
+stages' claim rule, gate and `peras runs` work the same for every kind."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from peras.errors import CheckFailed, UsageError
+from peras.paths import PROJECT_ROOT
+from peras.settings import load_settings
+from peras.sql import run_statements
+from peras.warehouse import open_migrated
+from tasks.engine.runs import RunClaim, claim_run
+from tasks.engine.stage import declaration, declarations
+from tasks.engine.tasks import set_run_status
+from tests.helpers import run_cli
+from tests.support.fake_openai import FakeOpenAI, Reply
+from tests.toy_stage import PROMPT, TOY, toy
+
+pytestmark = pytest.mark.integration
+
+WORDS = ["ant", "bee", "cat", "dingo", "eel", "fox"]
+WORD = re.compile(r"the word (\w+)\?")
+
+
+def word_of(request: dict[str, Any]) -> str:
+    return WORD.search(request["messages"][-1]["content"]).group(1)
+
+
+def truthful(request: dict[str, Any]) -> str:
+    return str(len(word_of(request)))
+
+
+def rows(warehouse: Path, sql: str, params: list[Any] | None = None) -> list[tuple]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def toy_settings(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
+    return lambda server: load_settings(
+        warehouse=tmp_path / "peras.duckdb", base_urls=[server.base_url], model="fake-model", concurrency=2
+    )
+
+
+def test_a_declared_stage_runs_end_to_end_and_a_rerun_sends_nothing(toy_settings, tmp_path):
+    with FakeOpenAI(truthful) as server:
+        settings = toy_settings(server)
+        result = toy(WORDS, settings=settings)
+        assert (result["n_failures"], result["n_items"], len(server.chat_requests)) == (0, 6, 6)
+        assert server.chat_requests[0].body["messages"] == [{"role": "user", "content": PROMPT.format(word="ant")}]
+        warehouse = settings.warehouse
+        assert rows(warehouse, "select word, n_letters, status from toy_answers order by word") == [
+            (w, len(w), "ok") for w in WORDS
+        ]
+        assert rows(warehouse, "select run_name, model, backend, status, seed from toy_runs") == [
+            ("toy", "fake-model", "openai-compatible", "published", 0)
+        ]
+        server.reset()
+        again = toy(WORDS, settings=settings)
+        assert (again["n_items"], server.chat_requests) == (0, [])
+    assert rows(warehouse, "select count(*) from toy_answers") == [(6,)]
+
+
+def test_a_failure_fails_the_gate_then_is_replaced_and_kept_in_history(toy_settings):
+    with FakeOpenAI(lambda r: "many" if word_of(r) == "dingo" else truthful(r)) as server:
+        settings = toy_settings(server)
+        with pytest.raises(CheckFailed, match=r"toy: 1 of 6 answers failed"):
+            toy(WORDS, settings=settings)
+        # the unreadable answer was asked again 4 times (regenerations), then recorded as a failure
+        assert sum(word_of(r.body) == "dingo" for r in server.chat_requests) == 5
+        warehouse = settings.warehouse
+        assert rows(warehouse, "select status, status_reason like '%toy: 1 of 6%' from toy_runs") == [
+            ("failed_check", True)
+        ]
+        # a narrower call (the other words only) cannot publish the run: the gate judges everything it holds
+        with pytest.raises(CheckFailed, match=r"toy: 1 of 6 answers failed"):
+            toy([w for w in WORDS if w != "dingo"], settings=settings)
+    with FakeOpenAI(truthful) as server:
+        result = toy(WORDS, retry_failed=True, settings=toy_settings(server))
+        assert [word_of(r.body) for r in server.chat_requests] == ["dingo"]
+    assert result["n_failures"] == 0
+    assert rows(warehouse, "select n_letters, status from toy_answers where word = 'dingo'") == [(5, "ok")]
+    assert rows(warehouse, "select word, n_letters, status, why from toy_answer_history") == [
+        ("dingo", None, "parse_failure", "failure asked again")
+    ]
+    assert rows(warehouse, "select status, status_reason from toy_runs") == [("published", None)]
+
+
+def test_an_item_stored_twice_is_refused_by_the_gate(toy_settings):
+    with FakeOpenAI(truthful) as server:
+        settings = toy_settings(server)
+        toy(WORDS, settings=settings)
+        con = duckdb.connect(str(settings.warehouse))
+        con.execute("insert into toy_answers select * from toy_answers where word = 'cat'")
+        con.close()
+        with pytest.raises(CheckFailed, match=r"\[copies\] 1 answers stored more than once, e.g. cat"):
+            toy(WORDS, settings=settings)
+
+
+def test_a_killed_toy_run_resumes_and_completes_each_item_once(toy_settings, tmp_path):
+    words = [f"w{'x' * i}" for i in range(40)]
+    with FakeOpenAI(lambda r: Reply(truthful(r), delay_s=0.05)) as server:
+        settings = toy_settings(server)
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.toy_stage", str(settings.warehouse), server.base_url, *words],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 180
+        while len(server.chat_requests) < 10 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        asked_before = {word_of(r.body) for r in server.chat_requests}
+        assert len(asked_before) >= 10
+        server.reset()
+        result = toy(words, settings=settings)
+        asked_after = [word_of(r.body) for r in server.chat_requests]
+    # what the killed process had journaled was loaded, not asked again; the rest was asked once
+    assert len(asked_after) == len(set(asked_after)) and result["n_failures"] == 0
+    assert len(asked_before & set(asked_after)) <= 2  # at most the requests in flight at the kill (concurrency 2)
+    assert rows(settings.warehouse, "select count(*), count(distinct word) from toy_answers") == [(40, 40)]
+    assert rows(settings.warehouse, "select status from toy_runs") == [("published",)]
+
+
+def test_a_run_called_again_with_another_seed_is_refused_with_the_difference_named(toy_settings):
+    with FakeOpenAI(truthful) as server:
+        settings = toy_settings(server)
+        toy(WORDS[:2], settings=settings)
+        with pytest.raises(UsageError) as refused:
+            toy(WORDS[:2], seed=7, settings=settings)
+    assert str(refused.value) == (
+        "seed differs (stored 0, asked 7): toy run 'toy' already exists with another model, seed or prompt; "
+        "choose another --run-name"
+    )
+
+
+def claim(settings, kind: str, name: str, backend: str):
+    """Claim a run of a declared stage with made-up fixed values (the same each time)."""
+    stage = declaration(kind)
+    values = {c.name: dummy(c.type) for c in (*stage.fixed, *stage.run_columns)}
+    return claim_run(settings, "w", RunClaim(stage, name, values, {"p": 1}), "m", backend)
+
+
+CHECKED = {"condition": "HT", "prompt": "certainty", "position": "AB", "choice": "A"}  # columns with CHECKs
+
+
+def dummy(column_type: str) -> Any:
+    """A value of a column type."""
+    return {
+        "varchar": "x",
+        "integer": 1,
+        "bigint": 1,
+        "double": 1.0,
+        "boolean": True,
+        "varchar[]": ["x"],
+        "integer[]": [1],
+        "json": {},
+    }[column_type]
+
+
+@pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas"])
+def test_a_resumed_run_clears_the_old_failure_and_records_the_backend_asking_now(settings, kind):
+    """Drift found in issue 29: priming's resume kept the old status_reason, pairwise's and fuse's kept the old
+    backend. Every stage now resumes through the one template (sql/engine/stage/start_run.sql)."""
+    stage = declaration(kind)
+    run = claim(settings, kind, "r", "vllm")
+    set_run_status(settings.warehouse, run, "failed", "RuntimeError: boom")
+    again = claim(settings, kind, "r", "llama.cpp")
+    assert again.run_id == run.run_id
+    query = f"select backend, status, status_reason from {stage.runs_table} where run_name = 'r'"
+    assert rows(settings.warehouse, query) == [("llama.cpp", "running", None)]
+
+
+@pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas", "toy"])
+def test_runs_delete_removes_a_run_of_every_kind_and_leaves_no_orphans(capsys, settings, kind):
+    stage = declaration(kind)
+    run = claim(settings, kind, "doomed", "vllm")
+    keep = claim(settings, kind, "kept", "vllm")
+    names = [c.name for c in (*stage.keys, *stage.values)]
+    with open_migrated(settings.warehouse) as con:
+        for run_id in (run.run_id, keep.run_id):
+            values = [run_id, *(CHECKED.get(c.name, dummy(c.type)) for c in (*stage.keys, *stage.values))]
+            marks = ", ".join("?" * (len(values) + 2))
+            columns = f"{stage.run_id}, {', '.join(names)}, status, {stage.time_column}"
+            con.execute(
+                f"insert into {stage.answers_table} ({columns}) values ({marks})", [*values, "ok", "2026-01-01"]
+            )
+            con.execute(
+                f"insert into {stage.history_table} ({columns}, replaced_at, why) values ({marks}, ?, ?)",
+                [*values, "parse_failure", "2026-01-01", "2026-01-02", "failure asked again"],
+            )
+    listed = run_cli(capsys, "runs", "list", "--kind", kind, "--warehouse", str(settings.warehouse))
+    assert listed.exit_code == 0, listed.err
+    assert [line.split()[:2] for line in listed.out.splitlines()[1:]] == [[kind, "doomed"], [kind, "kept"]]
+    deleted = run_cli(
+        capsys, "runs", "delete", "doomed", "--kind", kind, "--yes", "--warehouse", str(settings.warehouse)
+    )
+    assert deleted.exit_code == 0, deleted.err
+    assert deleted.out == f"deleted {kind} run doomed (running, 1 items); its LLM answers stay cached\n"
+    for table in (stage.runs_table, stage.answers_table, stage.history_table, *stage.owned_tables):
+        query = f"select count(*) filter (where {stage.run_id} = ?), count(*) from {table}"
+        counts = rows(settings.warehouse, query, [run.run_id])[0]
+        assert counts[0] == 0, table
+        if table != stage.runs_table and table in (stage.answers_table, stage.history_table):
+            assert counts[1] == 1, table  # the other run's row stays
+
+
+def test_every_stage_that_asks_an_llm_is_declared():
+    kinds = {stage.kind for stage in declarations()}
+    assert {"judge", "pairwise", "priming", "personas", "fuse"} <= kinds
+    assert TOY.kind in kinds
+    [statement] = declaration("pairwise").sql("select_done")
+    assert statement.splitlines()[2:] == [
+        "select query_id, doc_1, doc_2, personality, prompt, position, status",
+        "from pairwise_answers",
+        "where pairwise_run_id = $run_id",
+    ]
+
+
+def test_a_template_refuses_a_name_that_is_not_a_plain_identifier():
+    from tasks.engine.stage import Column, StageDeclaration
+
+    with pytest.raises(ValueError, match="not a plain SQL identifier"):
+        Column("x; drop table judgments")
+    with pytest.raises(ValueError, match="not a plain SQL identifier"):
+        StageDeclaration(
+            kind="bad kind", label="x", runs_table="r", run_id="i", fixed=(), answers_table="a", history_table="h",
+            keys=(Column("k"),), values=(),
+        )  # fmt: skip
+
+
+def test_run_statements_binds_only_what_each_statement_names(settings):
+    with open_migrated(settings.warehouse) as con:
+        rows_ = run_statements(con, ["select $a::int as a", "select $b::int + 1 as b"], {"a": 1, "b": 2}).fetchall()
+    assert rows_ == [(3,)]
