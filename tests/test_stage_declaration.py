@@ -237,6 +237,25 @@ def test_every_stage_that_asks_an_llm_is_declared():
     ]
 
 
+def test_a_declaration_file_is_checked_when_it_is_read(tmp_path):
+    from tasks.engine.stage import load_declaration
+
+    folder = tmp_path / "pairwise"
+    folder.mkdir()
+    text = (PROJECT_ROOT / "tasks" / "pairwise" / "stage.toml").read_text()
+    (folder / "stage.toml").write_text(text)
+    assert load_declaration(folder / "stage.toml") == declaration("pairwise")
+    (folder / "stage.toml").write_text("colour = 'blue'\n" + text)
+    with pytest.raises(ValueError, match=r"stage.toml: unknown fields \['colour'\]"):
+        load_declaration(folder / "stage.toml")
+    (folder / "stage.toml").write_text(text.replace('item_columns = ["query_id"', 'item_columns = ["query"'))
+    with pytest.raises(ValueError, match=r"failure_group/item_name name unknown columns \['query'\]"):
+        load_declaration(folder / "stage.toml")
+    (folder / "stage.toml").write_text(text.replace('runs_table = "pairwise_runs"', 'runs_table = "x; drop"'))
+    with pytest.raises(ValueError, match="not a plain SQL identifier"):
+        load_declaration(folder / "stage.toml")
+
+
 def test_a_template_refuses_a_name_that_is_not_a_plain_identifier():
     from tasks.engine.stage import Column, StageDeclaration
 

@@ -7,14 +7,14 @@ The templates live once in `sql/engine/stage/`; a stage's own folder `sql/<kind>
 are truly its own (`checks`), and a stage whose outcomes are not one answer per request (judge) names the files it
 keeps (`own_sql`).
 
-Every stage module declares itself at import (`declare`); `declarations()` finds every `tasks/<stage>/stage.py`, so
-`peras runs` sees every kind of run without a list kept by hand.
+A stage's declaration is a data file, `tasks/<stage>/stage.toml`, checked when it is read (`load_declaration`);
+`declarations()` reads every one of them, so `peras runs` sees every kind of run without a list kept by hand and
+without importing a stage's code. A stage built in code (a test's) registers itself with `declare`.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -177,16 +177,45 @@ def runs_sql(con: Any) -> list[str]:
 
 
 _DECLARED: dict[str, StageDeclaration] = {}
+STAGE_FILE = "stage.toml"
+FIELDS = {
+    "kind", "label", "runs_table", "run_id", "fixed", "answers_table", "history_table", "keys", "planned", "values",
+    "run_columns", "time_column", "failure_group", "failure_label", "item_format", "item_columns", "items",
+    "token_caps", "checks", "own_sql", "owned_tables", "differs",
+}  # fmt: skip
+
+
+def load_declaration(path: Path) -> StageDeclaration:
+    """A stage's declaration from its data file; an unknown or missing field, or a bad name, is refused here."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        unknown = sorted(set(data) - FIELDS)
+        if unknown:
+            raise ValueError(f"unknown fields {unknown}")
+        for name in ("fixed", "keys", "planned", "values", "run_columns"):
+            if name in data:
+                data[name] = columns(data[name])
+        data["item_name"] = (data.pop("item_format", ""), tuple(data.pop("item_columns", ())))
+        for name in ("failure_group", "checks", "owned_tables"):
+            if name in data:
+                data[name] = tuple(data[name])
+        data["own_sql"] = frozenset(data.get("own_sql", ()))
+        found = StageDeclaration(**data)
+    except (ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"stage declaration {path}: {exc}") from exc
+    if found.kind != path.parent.name:
+        raise ValueError(f"stage declaration {path}: kind {found.kind!r} is not its folder's name")
+    return found
 
 
 def declare(declaration: StageDeclaration) -> StageDeclaration:
-    """Register a stage (at its module's import); declaring the same kind again replaces it (a test's stage)."""
+    """Register a stage built in code (a test's); declaring the same kind again replaces it."""
     _DECLARED[declaration.kind] = declaration
     return declaration
 
 
 def declaration(kind: str) -> StageDeclaration:
-    """The declaration of one kind of stage, importing the stage modules if it is not known yet."""
+    """The declaration of one kind of stage (read from its `tasks/<kind>/stage.toml` the first time)."""
     if kind not in _DECLARED:
         discover()
     if kind not in _DECLARED:
@@ -195,16 +224,16 @@ def declaration(kind: str) -> StageDeclaration:
 
 
 def declarations() -> list[StageDeclaration]:
-    """Every declared stage, in kind order (every `tasks/<stage>/stage.py` is imported first)."""
+    """Every declared stage, in kind order."""
     discover()
     return [_DECLARED[kind] for kind in sorted(_DECLARED)]
 
 
 def discover() -> None:
-    """Import every `tasks/<stage>/stage.py` (each declares its stage when imported)."""
+    """Read every `tasks/<stage>/stage.toml` not read yet."""
     import tasks
 
     for root in tasks.__path__:
-        for module in pkgutil.iter_modules([root]):
-            if module.ispkg and (Path(root) / module.name / "stage.py").is_file():
-                importlib.import_module(f"tasks.{module.name}.stage")
+        for path in sorted(Path(root).glob(f"*/{STAGE_FILE}")):
+            if path.parent.name not in _DECLARED:
+                _DECLARED[path.parent.name] = load_declaration(path)

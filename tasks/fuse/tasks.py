@@ -26,10 +26,10 @@ from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim, claim_run
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.fuse.asking import FuseConfig, FuseItem, FuseStage, JudgeAnswer, shuffled_judges
 from tasks.fuse.prompt import fuser_prompt
-from tasks.fuse.stage import FUSE
 
 NO_FUSER = "none"  # model and backend of a baselines-only run
 
@@ -117,7 +117,7 @@ def vote(matrix: FeatureMatrix, fused: Fused) -> pl.DataFrame:
 def fuser_config(endpoint: Endpoint, anonymised: bool) -> FuseConfig:
     """Remote fusers get the template's sampling alone; the embedded model also an answer cap (recorded)."""
     if endpoint.is_embedded:
-        cap = FUSE.token_cap(endpoint.backend, embedded=True)
+        cap = declaration("fuse").token_cap(endpoint.backend, embedded=True)
         return FuseConfig(endpoint.model, endpoint.backend, anonymised, cap, {"cache_prompt": True})
     return FuseConfig(endpoint.model, endpoint.backend, anonymised)
 
@@ -158,7 +158,7 @@ class FuseRecipe:
         feature_set_id = self.judges.feature_set.feature_set_id
         name = self.run_name or f"{self.collection_id}-fuse-{feature_set_id[:8]}-{model.replace('/', '_')}"
         values = {"collection_id": self.collection_id, "feature_set_id": feature_set_id, "seed": self.seed}
-        return RunClaim(FUSE, name, values | {"scope": self.scope}, run_parameters(config))
+        return RunClaim(declaration("fuse"), name, values | {"scope": self.scope}, run_parameters(config))
 
     def stage(self, config: FuseConfig) -> FuseStage:
         """Pairs to requests, answers to answer rows."""
@@ -191,7 +191,7 @@ def store_votes(settings: Settings, run: RunIdentity, judges: Judges, votes: pl.
         run_sql(con, "fuse/replace_votes", {"fuse_run_id": run.run_id})
         if publish:
             status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
-            run_statements(con, FUSE.sql("set_run_status"), status)
+            run_statements(con, declaration("fuse").sql("set_run_status"), status)
 
 
 def pair_rank(seed: int, query_id: str, doc_id: str) -> str:

@@ -22,10 +22,10 @@ from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity, default_run_name
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
-from tasks.pairwise.stage import PAIRWISE
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def check_prompts(prompts: list[str] | None) -> list[str]:
 def pairwise_config(endpoint: Endpoint) -> PairwiseConfig:
     """Remote models get the prompts' sampling alone; the embedded model also an answer cap (recorded)."""
     if endpoint.is_embedded:
-        cap = PAIRWISE.token_cap(endpoint.backend, embedded=True)
+        cap = declaration("pairwise").token_cap(endpoint.backend, embedded=True)
         return PairwiseConfig(endpoint.model, endpoint.backend, cap, {"cache_prompt": True})
     return PairwiseConfig(endpoint.model, endpoint.backend)
 
@@ -103,7 +103,7 @@ class PairwiseRecipe:
         """A run is fixed by its collection, subset, model, seed and every prompt's parameters."""
         name = self.run_name or default_run_name("pairwise", config.model, self.collection_id, self.subset_name)
         values = {"collection_id": self.collection_id, "subset_name": self.subset_name, "seed": self.seed}
-        return RunClaim(PAIRWISE, name, values | {"scope": self.scope}, run_parameters(config))
+        return RunClaim(declaration("pairwise"), name, values | {"scope": self.scope}, run_parameters(config))
 
     def stage(self, config: PairwiseConfig) -> PairwiseStage:
         """Items to requests, answers to answer rows."""

@@ -25,9 +25,9 @@ from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.personas.asking import CheckConfig, ItemAsk, PersonasStage
-from tasks.personas.stage import PERSONAS
 
 
 def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: int) -> CheckConfig:
@@ -35,7 +35,7 @@ def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: i
     if n_samples < 2:
         raise UsageError("--samples must be at least 2: a score's spread needs two sampled answers")
     sampling = load_prompt("bfi2_item").sampling
-    cap = PERSONAS.token_cap(endpoint.backend, embedded=endpoint.is_embedded)
+    cap = declaration("personas").token_cap(endpoint.backend, embedded=endpoint.is_embedded)
     return CheckConfig(endpoint.model, endpoint.backend, sampling, n_samples, temperature, seed, cap)
 
 
@@ -88,7 +88,7 @@ class CheckRecipe:
             "scope": {"personalities": [p.code for p in self.personalities]},
         }
         name = self.run_name or f"personas-{self.personality_set}-{config.model.replace('/', '_')}"
-        return RunClaim(PERSONAS, name, values, run_parameters(config))
+        return RunClaim(declaration("personas"), name, values, run_parameters(config))
 
     def stage(self, config: CheckConfig) -> PersonasStage:
         """Items to requests, answers to answer rows."""

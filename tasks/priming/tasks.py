@@ -17,11 +17,11 @@ from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity, default_run_name
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingStage
 from tasks.priming.draws import Pools, planned_frame
 from tasks.priming.prompt import batch_prompt
-from tasks.priming.stage import PRIMING
 
 
 def personality_codes(personalities: list[str] | None) -> list[str] | None:
@@ -39,7 +39,7 @@ def batch_config(endpoint: Endpoint, frequency_penalty: float | None, presence_p
             endpoint.model,
             endpoint.backend,
             sampling,
-            PRIMING.token_cap(endpoint.backend, embedded=True),
+            declaration("priming").token_cap(endpoint.backend, embedded=True),
             frequency_penalty,
             presence_penalty,
             extra_body={"cache_prompt": True},
@@ -76,7 +76,7 @@ class PrimingRecipe:
         """A run is fixed by its collection, model, seed, prompt and request parameters."""
         name = self.run_name or default_run_name("priming", config.model, self.collection_id)
         values = {"collection_id": self.collection_id, "seed": self.seed, "scope": self.scope}
-        return RunClaim(PRIMING, name, values, run_parameters(config))
+        return RunClaim(declaration("priming"), name, values, run_parameters(config))
 
     def stage(self, config: BatchConfig) -> PrimingStage:
         """Batches to requests, answers to batch outcomes."""
