@@ -272,3 +272,25 @@ def test_run_statements_binds_only_what_each_statement_names(settings):
     with open_migrated(settings.warehouse) as con:
         rows_ = run_statements(con, ["select $a::int as a", "select $b::int + 1 as b"], {"a": 1, "b": 2}).fetchall()
     assert rows_ == [(3,)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "parts", "name"),
+    [
+        (
+            "pairwise",
+            {"collection": "dl19", "subset": "balanced", "model": "org/m-1"},
+            "dl19-balanced-pairwise-org_m-1",
+        ),
+        ("pairwise", {"collection": "dl19", "subset": None, "model": "m"}, "dl19-pairwise-m"),
+        ("priming", {"collection": "dl19", "model": "m"}, "dl19-priming-m"),
+        ("fuse", {"collection": "dl19", "judges": "0123abcd", "model": "none"}, "dl19-fuse-0123abcd-none"),
+        ("personas", {"set": "builtin", "model": "fake-model"}, "personas-builtin-fake-model"),
+        ("judge", {"collection": "sample", "subset": None, "model": "fake-model"}, "sample-fake-model"),
+        ("judge", {"collection": "dl19", "subset": "runs", "model": "m"}, "dl19-runs-m"),
+        ("toy", {"model": "m"}, "toy-m"),
+    ],
+)
+def test_one_run_name_rule_names_every_stage_as_before(kind, parts, name):
+    """The names each stage gave its runs before issue 29 (five functions, four formats), from one rule."""
+    assert declaration(kind).default_run_name(**parts) == name

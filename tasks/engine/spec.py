@@ -106,13 +106,6 @@ class Stage(Protocol):
         ...
 
 
-def default_run_name(kind: str, model: str, collection: str, subset: str | None = None) -> str:
-    """A stage's run name when none is given: e.g. dl19-balanced-pairwise-qwen2.5-coder-0.5b-instruct-q4_k_m, or
-    dl19-priming-qwen2.5-coder-0.5b-instruct-q4_k_m without a subset."""
-    where = f"{collection}-{subset}" if subset else collection
-    return f"{where}-{kind}-{model.replace('/', '_')}"
-
-
 ConfigT = TypeVar("ConfigT")
 
 

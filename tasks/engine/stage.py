@@ -71,6 +71,8 @@ class StageDeclaration:
     own_sql: the files under `sql/<kind>/` that replace a template of the same name (judge: its own merge).
     owned_tables: other tables whose rows belong to a run (same run id column) and go when it is deleted.
     differs: how a refusal to reuse a run name lists what may differ ('collection, model, seed, prompt or ...').
+    run_name: a run's name when none is given, pieces joined by '-' (a piece whose value is empty is left out):
+    '{collection}-{subset}-pairwise-{model}' names dl19-balanced-pairwise-qwen or, without a subset, dl19-pairwise-qwen.
     """
 
     kind: str
@@ -94,6 +96,7 @@ class StageDeclaration:
     own_sql: frozenset[str] = frozenset()
     owned_tables: tuple[str, ...] = ()
     differs: str = "settings"
+    run_name: str = "{kind}-{model}"
 
     def __post_init__(self) -> None:
         for name in (self.kind, self.runs_table, self.run_id, self.answers_table, self.history_table, self.time_column):
@@ -145,6 +148,11 @@ class StageDeclaration:
         """The stage's own gate checks, each a list of statements."""
         return [statements(f"{self.kind}/{check}") for check in self.checks]
 
+    def default_run_name(self, **parts: Any) -> str:
+        """The run's name when none is given: the declaration's pattern with these parts ('/' in a model is '_')."""
+        values = {"kind": self.kind} | {k: "" if v is None else str(v).replace("/", "_") for k, v in parts.items()}
+        return "-".join(piece for piece in (p.format(**values) for p in self.run_name.split("-")) if piece)
+
     def token_cap(self, backend: str, *, embedded: bool = False) -> int | None:
         """The answer cap of requests to this backend (None: not capped); the embedded model's is 'embedded'."""
         return self.token_caps.get("embedded" if embedded else backend)
@@ -181,7 +189,7 @@ STAGE_FILE = "stage.toml"
 FIELDS = {
     "kind", "label", "runs_table", "run_id", "fixed", "answers_table", "history_table", "keys", "planned", "values",
     "run_columns", "time_column", "failure_group", "failure_label", "item_format", "item_columns", "items",
-    "token_caps", "checks", "own_sql", "owned_tables", "differs",
+    "token_caps", "checks", "own_sql", "owned_tables", "differs", "run_name",
 }  # fmt: skip
 
 

@@ -156,7 +156,8 @@ class FuseRecipe:
         """A run is fixed by its collection, judges, fuser model (none: baselines only), seed and parameters."""
         model = config.model if config else NO_FUSER
         feature_set_id = self.judges.feature_set.feature_set_id
-        name = self.run_name or f"{self.collection_id}-fuse-{feature_set_id[:8]}-{model.replace('/', '_')}"
+        parts = {"collection": self.collection_id, "judges": feature_set_id[:8], "model": model}
+        name = self.run_name or declaration("fuse").default_run_name(**parts)
         values = {"collection_id": self.collection_id, "feature_set_id": feature_set_id, "seed": self.seed}
         return RunClaim(declaration("fuse"), name, values | {"scope": self.scope}, run_parameters(config))
 

@@ -21,6 +21,7 @@ from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, require_collection, retrying, retrying_bounded
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
 
@@ -107,11 +108,6 @@ def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
     }
 
 
-def default_run_name(collection: str, subset: str | None, model: str) -> str:
-    """e.g. dl19-balanced-qwen2.5-coder-0.5b-instruct-q4_k_m."""
-    return "-".join(part for part in (collection, subset, model.replace("/", "_")) if part)
-
-
 @task(cache_policy=NO_CACHE)
 def register_run(
     settings: Settings,
@@ -125,7 +121,8 @@ def register_run(
 ) -> RunIdentity:
     """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters).
     A run judging judge-run pools is named <collection>-runs-<model> unless named."""
-    name = run_name or default_run_name(collection_id, subset_name or ("runs" if pool else None), config.model)
+    parts = {"collection": collection_id, "subset": subset_name or ("runs" if pool else None), "model": config.model}
+    name = run_name or declaration("judge").default_run_name(**parts)
     params = run_parameters(config, methods)
 
     def claim() -> RunIdentity:

@@ -21,7 +21,7 @@ from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim
-from tasks.engine.spec import RunIdentity, default_run_name
+from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
@@ -101,7 +101,8 @@ class PairwiseRecipe:
 
     def claim(self, config: PairwiseConfig) -> RunClaim:
         """A run is fixed by its collection, subset, model, seed and every prompt's parameters."""
-        name = self.run_name or default_run_name("pairwise", config.model, self.collection_id, self.subset_name)
+        parts = {"collection": self.collection_id, "subset": self.subset_name, "model": config.model}
+        name = self.run_name or declaration("pairwise").default_run_name(**parts)
         values = {"collection_id": self.collection_id, "subset_name": self.subset_name, "seed": self.seed}
         return RunClaim(declaration("pairwise"), name, values | {"scope": self.scope}, run_parameters(config))
 

@@ -87,7 +87,8 @@ class CheckRecipe:
             "seed": config.seed,
             "scope": {"personalities": [p.code for p in self.personalities]},
         }
-        name = self.run_name or f"personas-{self.personality_set}-{config.model.replace('/', '_')}"
+        parts = {"set": self.personality_set, "model": config.model}
+        name = self.run_name or declaration("personas").default_run_name(**parts)
         return RunClaim(declaration("personas"), name, values, run_parameters(config))
 
     def stage(self, config: CheckConfig) -> PersonasStage:

@@ -16,7 +16,7 @@ from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim
-from tasks.engine.spec import RunIdentity, default_run_name
+from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.priming.asking import BatchConfig, BatchItem, PrimingStage
@@ -74,7 +74,8 @@ class PrimingRecipe:
 
     def claim(self, config: BatchConfig) -> RunClaim:
         """A run is fixed by its collection, model, seed, prompt and request parameters."""
-        name = self.run_name or default_run_name("priming", config.model, self.collection_id)
+        stage = declaration("priming")
+        name = self.run_name or stage.default_run_name(collection=self.collection_id, model=config.model)
         values = {"collection_id": self.collection_id, "seed": self.seed, "scope": self.scope}
         return RunClaim(declaration("priming"), name, values, run_parameters(config))
 
