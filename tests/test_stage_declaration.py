@@ -294,3 +294,36 @@ def test_run_statements_binds_only_what_each_statement_names(settings):
 def test_one_run_name_rule_names_every_stage_as_before(kind, parts, name):
     """The names each stage gave its runs before issue 29 (five functions, four formats), from one rule."""
     assert declaration(kind).default_run_name(**parts) == name
+
+
+def test_a_personality_set_build_is_a_run_listed_shown_and_deleted(capsys, settings):
+    with open_migrated(settings.warehouse) as con:
+        for set_id, version in (("s1", 1), ("s2", 2)):
+            con.execute(
+                "insert into persona_sets (set_id, set_name, version, model, backend, params, status, created_at) "
+                "values (?, 'bset', ?, 'm', 'vllm', '{}', 'published', '2026-01-01')",
+                [set_id, version],
+            )
+            for condition in ("HO", "LO"):
+                con.execute(
+                    "insert into persona_set_builds (set_id, condition, round, personality, status, built_at) "
+                    "values (?, ?, 1, ?, 'ok', '2026-01-01')",
+                    [set_id, condition, f"bset-v{version}-{condition}"],
+                )
+
+    def runs(*args: str):
+        return run_cli(capsys, "runs", *args, "--warehouse", str(settings.warehouse))
+
+    listed = runs("list", "--kind", "persona_sets")
+    assert [line.split()[:2] + line.split()[4:7] for line in listed.out.splitlines()[1:]] == [
+        ["persona_sets", "bset@1", "published", "2", "0"],
+        ["persona_sets", "bset@2", "published", "2", "0"],
+    ]
+    shown = runs("show", "bset@2")
+    assert shown.out.splitlines()[:2] == ["kind:          persona_sets", "run_name:      bset@2"]
+    refused = runs("rename", "bset@2", "other")
+    assert refused.exit_code == 2 and "build a new set with `peras personas build NEW_NAME`" in refused.err
+    deleted = runs("delete", "bset@1", "--yes")
+    assert deleted.out == "deleted persona_sets run bset@1 (published, 2 items); its LLM answers stay cached\n"
+    assert rows(settings.warehouse, "select set_id, count(*) from persona_set_builds group by all") == [("s2", 2)]
+    assert rows(settings.warehouse, "select set_id from persona_sets") == [("s2",)]

@@ -244,10 +244,10 @@ def find_any_run(con: Any, name: str, kind: str | None) -> tuple[str, dict[str, 
     """The run called `name` among judge runs and every declared stage's runs (one kind if given); a name held by
     runs of two kinds needs --kind; a name not there is a usage error naming the runs that are."""
     from peras.sql import run_sql, run_statements
-    from tasks.engine.stage import declarations, runs_sql
+    from tasks.engine.stage import present_declarations, runs_sql
 
     found: dict[str, dict[str, Any]] = {}
-    for stage in declarations():
+    for stage in present_declarations(con):
         if kind not in (None, stage.kind):
             continue
         if stage.kind == JUDGE:
@@ -290,6 +290,11 @@ def rename_other(con: Any, kind: str, run: dict[str, Any], new_name: str) -> Non
     from tasks.engine.stage import declaration
 
     stage = declaration(kind)
+    if kind == "persona_sets":
+        raise UsageError(
+            f"a personality set is named by its build ({run['run_name']}), which judge and check runs refer to: "
+            "build a new set with `peras personas build NEW_NAME` instead"
+        )
     if run_statements(con, stage.sql("select_run_by_name"), {"run_name": new_name}).fetchone() is not None:
         raise UsageError(f"a {kind} run named {new_name!r} already exists: delete or rename it first")
     with transaction(con):

@@ -7,8 +7,8 @@ The templates live once in `sql/engine/stage/`; a stage's own folder `sql/<kind>
 are truly its own (`checks`), and a stage whose outcomes are not one answer per request (judge) names the files it
 keeps (`own_sql`).
 
-A stage's declaration is a data file, `tasks/<stage>/stage.toml`, checked when it is read (`load_declaration`);
-`declarations()` reads every one of them, so `peras runs` sees every kind of run without a list kept by hand and
+A stage's declaration is a data file, `tasks/<stage>/stage.toml` (`<kind>.stage.toml` for a folder's second
+stage), checked when it is read (`load_declaration`); `declarations()` reads every one of them, so `peras runs` sees every kind of run without a list kept by hand and
 without importing a stage's code. A stage built in code (a test's) registers itself with `declare`.
 """
 
@@ -58,7 +58,8 @@ class StageDeclaration:
     runs_table, run_id: the table of its runs and the column holding a run's id.
     fixed: what a run is fixed by besides its request parameters (compared when an existing run is called again).
     run_columns: the other values a call records on its run (its scope), updated when it is called again.
-    answers_table, history_table: one row per item; failures replaced by a retry go to the history.
+    answers_table, history_table: one row per item; failures replaced by a retry go to the history ('' for a stage
+    that keeps no history: persona-set builds accumulate rounds instead).
     keys: the columns that identify an item within a run; planned: what a call's plan also fixes per item (the gate
     finds a stored answer that differs from it, `planned_<name>`); values: what an answer holds.
     time_column: when the answer was made.
@@ -99,8 +100,10 @@ class StageDeclaration:
     run_name: str = "{kind}-{model}"
 
     def __post_init__(self) -> None:
-        for name in (self.kind, self.runs_table, self.run_id, self.answers_table, self.history_table, self.time_column):
+        for name in (self.kind, self.runs_table, self.run_id, self.answers_table, self.time_column):
             identifier(name)
+        if self.history_table:
+            identifier(self.history_table)
         for name in (self.failure_label, *self.failure_group, *self.item_name[1], *self.owned_tables):
             identifier(name)
         if any(quote in self.item_name[0] for quote in "'\\"):
@@ -179,12 +182,17 @@ def sql_of(kind: str, name: str) -> list[str]:
 def runs_sql(con: Any) -> list[str]:
     """Every run of every declared stage whose tables exist in the warehouse of `con`: kind, run_id, run_name, model,
     backend, status, status_reason, created_at, finished_at, n_items, n_failures (bind `$kind`: one kind, or null)."""
+    return render_sql("engine/stage/select_runs", {"stages": present_declarations(con)})
+
+
+def present_declarations(con: Any) -> list[StageDeclaration]:
+    """The declared stages whose tables exist in the warehouse of `con` (a stage's tables come with its first run)."""
     tables = {row[0] for row in run_sql(con, "engine/select_table_names").fetchall()}
-    present = [stage for stage in declarations() if {stage.runs_table, stage.answers_table} <= tables]
-    return render_sql("engine/stage/select_runs", {"stages": present})
+    return [stage for stage in declarations() if {stage.runs_table, stage.answers_table} <= tables]
 
 
 _DECLARED: dict[str, StageDeclaration] = {}
+_READ: set[Path] = set()
 STAGE_FILE = "stage.toml"
 FIELDS = {
     "kind", "label", "runs_table", "run_id", "fixed", "answers_table", "history_table", "keys", "planned", "values",
@@ -211,8 +219,9 @@ def load_declaration(path: Path) -> StageDeclaration:
         found = StageDeclaration(**data)
     except (ValueError, TypeError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"stage declaration {path}: {exc}") from exc
-    if found.kind != path.parent.name:
-        raise ValueError(f"stage declaration {path}: kind {found.kind!r} is not its folder's name")
+    named = path.parent.name if path.name == STAGE_FILE else path.name.removesuffix(f".{STAGE_FILE}")
+    if found.kind != named:
+        raise ValueError(f"stage declaration {path}: kind {found.kind!r} is not the name of its folder or file")
     return found
 
 
@@ -238,10 +247,12 @@ def declarations() -> list[StageDeclaration]:
 
 
 def discover() -> None:
-    """Read every `tasks/<stage>/stage.toml` not read yet."""
+    """Read every `tasks/<stage>/stage.toml` (and `tasks/<stage>/<kind>.stage.toml`, a folder's second stage)."""
     import tasks
 
     for root in tasks.__path__:
-        for path in sorted(Path(root).glob(f"*/{STAGE_FILE}")):
-            if path.parent.name not in _DECLARED:
-                _DECLARED[path.parent.name] = load_declaration(path)
+        for path in sorted(Path(root).glob(f"*/*{STAGE_FILE}")):
+            if path not in _READ:
+                found = load_declaration(path)
+                _DECLARED.setdefault(found.kind, found)
+                _READ.add(path)

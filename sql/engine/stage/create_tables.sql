@@ -27,7 +27,7 @@ create table if not exists {{ answers_table|ident }} (
     reason varchar,
     request_id varchar,
     {{ time_column|ident }} timestamp not null
-);
+){% if history_table %};
 
 create table if not exists {{ history_table|ident }} (
     {{ run_id|ident }} varchar not null,
@@ -43,4 +43,4 @@ create table if not exists {{ history_table|ident }} (
     {{ time_column|ident }} timestamp not null,
     replaced_at timestamp not null,
     why varchar not null
-)
+){% endif %}

@@ -1,7 +1,8 @@
 -- Delete one run of a declared stage and everything it holds, in the caller's transaction. The LLM answers it asked
 -- for stay in llm_requests (and llm_request_history): they are the request cache, and another run may share them.
+{% if history_table %}
 delete from {{ history_table|ident }} where {{ run_id|ident }} = $run_id;
-{% for table in owned_tables %}
+{% endif %}{% for table in owned_tables %}
 delete from {{ table|ident }} where {{ run_id|ident }} = $run_id;
 {% endfor %}
 delete from {{ answers_table|ident }} where {{ run_id|ident }} = $run_id;

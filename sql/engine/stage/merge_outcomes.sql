@@ -12,6 +12,7 @@ from staged_checked as s
 left join {{ answers_table|ident }} as a
     on a.{{ run_id|ident }} = s.run_id{% for k in key_names %} and a.{{ k|ident }} = s.{{ k|ident }}{% endfor %};
 
+{% if history_table %}
 insert into {{ history_table|ident }} (
     {{ run_id|ident }}, {{ key_names|idents }}, {{ value_names|idents }}, status, reason, request_id,
     {{ time_column|ident }}, replaced_at, why
@@ -22,6 +23,7 @@ from {{ answers_table|ident }} as a
 inner join outcome_merge as m
     on m.run_id = a.{{ run_id|ident }}{% for k in key_names %} and m.{{ k|ident }} = a.{{ k|ident }}{% endfor %}
 where m.action = 'failure asked again';
+{% endif %}
 
 delete from {{ answers_table|ident }} as a
 using outcome_merge as m
