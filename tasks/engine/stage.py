@@ -8,8 +8,9 @@ are truly its own (`checks`), and a stage whose outcomes are not one answer per 
 keeps (`own_sql`).
 
 A stage's declaration is a data file, `tasks/<stage>/stage.toml` (`<kind>.stage.toml` for a folder's second
-stage), checked when it is read (`load_declaration`); `declarations()` reads every one of them, so `peras runs` sees every kind of run without a list kept by hand and
-without importing a stage's code. A stage built in code (a test's) registers itself with `declare`.
+stage), checked when it is read (`load_declaration`); `declarations()` reads every one of them, so `peras runs` sees
+every kind of run without a list kept by hand and without importing a stage's code. A stage built in code (a test's)
+registers itself with `declare`.
 """
 
 from __future__ import annotations
