@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -327,3 +328,35 @@ def test_a_personality_set_build_is_a_run_listed_shown_and_deleted(capsys, setti
     assert deleted.out == "deleted persona_sets run bset@1 (published, 2 items); its LLM answers stay cached\n"
     assert rows(settings.warehouse, "select set_id, count(*) from persona_set_builds group by all") == [("s2", 2)]
     assert rows(settings.warehouse, "select set_id from persona_sets") == [("s2",)]
+
+
+def test_a_run_asked_by_a_live_process_is_refused_to_a_second_one(toy_settings):
+    """Issue 36 items 3 and 4: two processes with one run name at once asked it twice (copies on a lake, shards
+    deleted under the other on a file). The second is now refused with the holder named; the first completes it."""
+    words = [f"w{'x' * i}" for i in range(30)]
+    refused = threading.Event()  # the first process's answers wait until the second has been refused
+
+    def slow(request: dict[str, Any]) -> Reply:
+        if not WORD.search(str(request["messages"][-1]["content"])):
+            return Reply("ok")  # the endpoint check
+        return Reply(truthful(request), delay_s=0.0 if refused.is_set() else 3.0)
+
+    with FakeOpenAI(slow) as server:
+        settings = toy_settings(server)
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        command = [sys.executable, "-m", "tests.toy_stage", str(settings.warehouse), server.base_url, *words]
+        first = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 180
+        while len(server.chat_requests) < 1 and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        second = subprocess.run(command, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+        refused.set()
+        assert second.returncode != 0
+        assert f"toy run 'toy' is being asked by another process (pid {first.pid} on " in second.stderr
+        _, err = first.communicate(timeout=300)
+        assert first.returncode == 0, err
+        asked = [word_of(r.body) for r in server.chat_requests]
+    assert sorted(asked) == sorted(words)  # each word asked once, by the first process only
+    assert rows(settings.warehouse, "select count(*), count(distinct word) from toy_answers") == [(30, 30)]
+    assert rows(settings.warehouse, "select status from toy_runs") == [("published",)]
+    assert rows(settings.warehouse, "select count(*) from run_leases") == [(0,)]  # dropped when it ended

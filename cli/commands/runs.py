@@ -85,8 +85,9 @@ def list_runs(settings: Settings, collection: str | None, kind: str | None) -> N
         if not rows:
             where = f" on collection {collection!r}" if collection else ""
             click.echo(f"no judge runs{where} yet: `peras judge sample` or `peras import-judgments` makes one")
-        for line in text_table(LIST_HEADERS, [[*row[:8], row[8].strftime("%Y-%m-%d %H:%M")] for row in rows]):
-            click.echo(line)
+        else:
+            for line in text_table(LIST_HEADERS, [[*row[:8], row[8].strftime("%Y-%m-%d %H:%M")] for row in rows]):
+                click.echo(line)
     if kind not in (None, JUDGE) and not others:
         click.echo(f"no {kind} runs yet")
     if others:

@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from peras.prompting import Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint, serving_endpoint
+from tasks.engine.lease import held
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity, Stage
 from tasks.engine.stages import HeldPlan, Keyed
@@ -106,9 +107,9 @@ def run_stage(
         config = recipe.configure(endpoint)
         claim = recipe.claim(config)
         run = claim_stage_run(settings, warehouse_id, claim, endpoint)
-        if recipe.personalities:
-            store_personalities(settings, list(recipe.personalities))
-        with recorded_run(settings, run):
+        with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
+            if recipe.personalities:
+                store_personalities(settings, list(recipe.personalities))
             recipe.prepare(settings, run)
             plan = HeldPlan(claim.stage.kind, run.run_id, planned)
             stage = recipe.stage(config)

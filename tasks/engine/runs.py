@@ -15,9 +15,11 @@ from typing import Any
 import polars as pl
 
 from peras.errors import CheckFailed, UsageError
+from peras.lake import is_lake
 from peras.settings import Settings
 from peras.sql import run_sql, run_statements
 from peras.warehouse import now, open_migrated, retrying
+from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import Column, StageDeclaration, declaration
 
@@ -38,11 +40,15 @@ class RunClaim:
     params: dict[str, Any]
 
 
-def claim_run(settings: Settings, warehouse_id: str, claim: RunClaim, model: str, backend: str) -> RunIdentity:
+def claim_run(
+    settings: Settings, warehouse_id: str, claim: RunClaim, model: str, backend: str, lease: bool = True
+) -> RunIdentity:
     """Create the run, or check that an existing run of that name asks the same way (then resume or extend it).
 
     The one rule for every stage: same fixed values and same request parameters, or refused with the difference
-    named. The stage's tables are created from its declaration if they do not exist yet.
+    named. The stage's tables are created from its declaration if they do not exist yet. With `lease`, the run's
+    lease is taken in the same write (tasks/engine/lease.py): a run another live process is asking is refused; the
+    caller holds the lease while it asks (`lease.held`) and so drops it.
     """
     stage = claim.stage
     params = json.dumps(claim.params, sort_keys=True)
@@ -74,10 +80,14 @@ def claim_run(settings: Settings, warehouse_id: str, claim: RunClaim, model: str
                 "params": params,
                 "created_at": now(),
             }
+            if lease:
+                take_lease(con, stage.kind, stage.label, claim.name, str(run_id))
             run_statements(con, stage.sql("start_run" if found else "insert_run"), row)
         return str(run_id)
 
     run_id = retrying(record)  # a DuckLake commit may meet another run's
+    if lease and is_lake(settings.warehouse):  # two claims may have committed at once there
+        check_lease(settings.warehouse, stage.kind, stage.label, claim.name, run_id)
     return RunIdentity(warehouse_id, stage.kind, run_id, claim.name, model, backend)
 
 

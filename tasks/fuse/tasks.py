@@ -180,7 +180,7 @@ class FuseRecipe:
 @task(cache_policy=NO_CACHE)
 def claim_baselines_run(settings: Settings, warehouse_id: str, recipe: FuseRecipe) -> RunIdentity:
     """A baselines-only run (no fuser): created, or found asking the same way."""
-    return claim_run(settings, warehouse_id, recipe.claim(None), NO_FUSER, NO_FUSER)
+    return claim_run(settings, warehouse_id, recipe.claim(None), NO_FUSER, NO_FUSER, lease=False)
 
 
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)

@@ -1,0 +1,154 @@
+"""One process asks a run at a time: the run's lease in the warehouse (sql/migrations/V530__run_leases.sql).
+
+A process claiming a run of a declared stage takes its lease in the same write as the claim; while it asks, a thread
+renews it every `RENEW_S`; when it ends (finished, failed, stopped by a signal) it drops it. Another process calling
+the same run meanwhile is refused with one line naming the holder. A holder that died leaves a lease nobody renews: on
+its own host the process is gone (checked at once, so a resume after kill -9 goes on without waiting), on another host
+it is taken over once it is `LEASE_S` old. On a DuckLake warehouse two processes may take a new lease in the same
+instant; each then reads the leases back after its commit and backs off if it finds another live one (at worst both
+back off and are told to try again; never both ask).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from peras.errors import UsageError
+from peras.lake import is_lake
+from peras.sql import run_sql
+from peras.warehouse import now, open_migrated, retrying
+
+LEASE_S = 90.0  # a lease not renewed for this long, held from another host, is taken over
+RENEW_S = 15.0  # how often a holder renews its lease while it asks
+
+
+@dataclass(frozen=True)
+class Holder:
+    """This process, as a lease names it."""
+
+    host: str
+    boot_id: str
+    pid: int
+
+    @property
+    def name(self) -> str:
+        """host/boot_id/pid: unique among live processes, and a reboot makes every old lease of the host stale."""
+        return f"{self.host}/{self.boot_id}/{self.pid}"
+
+
+def this_process() -> Holder:
+    """The holder this process is."""
+    boot = Path("/proc/sys/kernel/random/boot_id")
+    boot_id = boot.read_text().strip() if boot.is_file() else "unknown-boot"
+    return Holder(socket.gethostname(), boot_id, os.getpid())
+
+
+def is_live(lease: tuple[Any, ...], me: Holder, at: datetime) -> bool:
+    """A lease (holder, host, pid, taken_at, renewed_at) of a process that may still be asking: on this host (this
+    boot), its process exists; on another host, it was renewed less than LEASE_S ago."""
+    holder, host, pid, _, renewed_at = lease
+    if host == me.host and str(holder).startswith(f"{me.host}/{me.boot_id}/"):
+        return _process_exists(int(pid))
+    if host == me.host:
+        return False  # this host rebooted since
+    return at - renewed_at < timedelta(seconds=LEASE_S)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def take_lease(con: Any, kind: str, label: str, run_name: str, run_id: str) -> None:
+    """Take the run's lease in the caller's write (the claim), or refuse naming the holder that still asks it."""
+    me = this_process()
+    at = now()
+    key = {"kind": kind, "run_id": run_id}
+    leases = run_sql(con, "engine/lease/select_leases", key).fetchall()
+    others = [lease for lease in leases if lease[0] != me.name]
+    live = [lease for lease in others if is_live(lease, me, at)]
+    if live:
+        raise busy(label, run_name, live[0])
+    stale = [lease[0] for lease in others]
+    values = key | {"holder": me.name, "host": me.host, "pid": me.pid, "now": at, "stale": stale}
+    run_sql(con, "engine/lease/take_lease", values)
+
+
+def check_lease(settings_warehouse: Path, kind: str, label: str, run_name: str, run_id: str) -> None:
+    """After the claim committed: on a warehouse where two claims can commit at once (a lake), back off if another
+    live holder took the run too."""
+    me = this_process()
+    with open_migrated(settings_warehouse) as con:
+        leases = run_sql(con, "engine/lease/select_leases", {"kind": kind, "run_id": run_id}).fetchall()
+    live = [lease for lease in leases if lease[0] != me.name and is_live(lease, me, now())]
+    if live:
+        release(settings_warehouse, kind, run_id)
+        raise busy(label, run_name, live[0])
+
+
+def busy(label: str, run_name: str, lease: tuple[Any, ...]) -> UsageError:
+    """The refusal: who holds the run, since when, and what to do."""
+    _, host, pid, taken_at, _ = lease
+    return UsageError(
+        f"{label} {run_name!r} is being asked by another process (pid {pid} on {host}, since "
+        f"{taken_at:%Y-%m-%d %H:%M:%S} UTC): wait until it ends, or stop it and call the run again (a process that "
+        f"died frees the run at once on its own host, after {LEASE_S:.0f} s on another)"
+    )
+
+
+def release(warehouse: Path, kind: str, run_id: str) -> None:
+    """Drop this process's lease of the run."""
+    values = {"kind": kind, "run_id": run_id, "holder": this_process().name}
+
+    def drop() -> None:
+        with open_migrated(warehouse) as con:
+            run_sql(con, "engine/lease/release_lease", values)
+
+    retrying(drop)
+
+
+@contextlib.contextmanager
+def held(warehouse: Path, kind: str, run_id: str) -> Iterator[None]:
+    """Drop the run's lease when the block ends, however it ends; on a lake, renew it every RENEW_S meanwhile.
+
+    Renewals tell other hosts the holder is alive; one host's processes are checked by their pid instead, and a
+    DuckDB file is one host's (so a file's lease is never renewed: no writer opens it only to say so).
+    """
+    if not is_lake(warehouse):
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):  # the run's own outcome matters more than this record
+                release(warehouse, kind, run_id)
+        return
+    values = {"kind": kind, "run_id": run_id, "holder": this_process().name}
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(RENEW_S):
+            # a busy warehouse delays a renewal; the next one comes soon
+            with contextlib.suppress(Exception), open_migrated(warehouse, wait_s=RENEW_S) as con:
+                run_sql(con, "engine/lease/renew_lease", values | {"now": now()})
+
+    thread = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=RENEW_S)
+        with contextlib.suppress(Exception):  # the run's own outcome matters more than this record
+            release(warehouse, kind, run_id)
