@@ -360,3 +360,41 @@ def test_a_run_asked_by_a_live_process_is_refused_to_a_second_one(toy_settings):
     assert rows(settings.warehouse, "select count(*), count(distinct word) from toy_answers") == [(30, 30)]
     assert rows(settings.warehouse, "select status from toy_runs") == [("published",)]
     assert rows(settings.warehouse, "select count(*) from run_leases") == [(0,)]  # dropped when it ended
+
+
+def test_a_warehouse_made_before_declarations_keeps_its_runs(capsys, tmp_path, monkeypatch, settings):
+    """A warehouse of main before issue 29 (migrations up to V520, runs written by the per-stage SQL files that the
+    declarations replaced) opens, migrates in place (V530 adds the run leases) and keeps every run: listed, resumed."""
+    from peras import warehouse
+
+    every = warehouse.migrations()
+    monkeypatch.setattr(warehouse, "migrations", lambda: [m for m in every if m[0] <= 520])
+    with open_migrated(settings.warehouse) as con:
+        con.execute(
+            "insert into pairwise_runs values ('p1', 'old-pairwise', 'sample', null, 'm', 'vllm', 42, "
+            "'{\"p\": 1}', '{}', 'published', null, '2026-11-01', '2026-11-01')"
+        )
+        con.execute(
+            "insert into pairwise_answers values ('p1', 'q', 'a', 'b', 3, 0, 'default', 'certainty', 'AB', 'A', 90, "
+            "'ok', null, 'r1', '2026-11-01')"
+        )
+        con.execute(
+            "insert into priming_runs (priming_run_id, run_name, collection_id, model, backend, seed, params, scope, "
+            "status, status_reason, created_at) values ('r1', 'old-priming', 'sample', 'm', 'vllm', 42, '{}', '{}', "
+            "'failed', 'RuntimeError: boom', '2026-11-02')"
+        )
+        tables = {row[0] for row in con.execute("select table_name from duckdb_tables()").fetchall()}
+    assert "run_leases" not in tables
+    monkeypatch.setattr(warehouse, "migrations", lambda: every)
+    listed = run_cli(capsys, "runs", "list", "--warehouse", str(settings.warehouse))
+    assert listed.exit_code == 0, listed.err
+    assert [line.split()[:5] for line in listed.out.splitlines()[2:]] == [
+        ["kind", "run", "model", "backend", "status"],
+        ["pairwise", "old-pairwise", "m", "vllm", "published"],
+        ["priming", "old-priming", "m", "vllm", "failed"],
+    ]
+    stage = declaration("pairwise")
+    values = {"collection_id": "sample", "subset_name": None, "seed": 42, "scope": {}}
+    resumed = claim_run(settings, "w", RunClaim(stage, "old-pairwise", values, {"p": 1}), "m", "vllm")
+    assert resumed.run_id == "p1"
+    assert rows(settings.warehouse, "select count(*) from pairwise_answers where pairwise_run_id = 'p1'") == [(1,)]
