@@ -398,3 +398,31 @@ def test_a_warehouse_made_before_declarations_keeps_its_runs(capsys, tmp_path, m
     resumed = claim_run(settings, "w", RunClaim(stage, "old-pairwise", values, {"p": 1}), "m", "vllm")
     assert resumed.run_id == "p1"
     assert rows(settings.warehouse, "select count(*) from pairwise_answers where pairwise_run_id = 'p1'") == [(1,)]
+
+
+def test_a_judge_run_whose_other_personality_failed_is_not_published_by_a_narrower_call(capsys, settings, tmp_path):
+    """Issue 36 item 2, judge: HA's answers all unreadable, the run fails its gate; calling it again with
+    `--personality default` alone used to publish it (HA listed with 0 scored). The gate judges the whole run."""
+    from flows.ingest import ingest
+
+    ingest(preset="sample", settings=settings)
+
+    def judge(server: FakeOpenAI, *personalities: str):
+        chosen = [arg for code in personalities for arg in ("--personality", code)]
+        return run_cli(
+            capsys, "judge", "sample", "--base-url", server.base_url, "--model", "fake-model", "--limit-pairs", "4",
+            "--cot", "without", "--confidence-method", "verbalized", "--run-name", "narrow",
+            "--warehouse", str(settings.warehouse), *chosen,
+        )  # fmt: skip
+
+    def answer(request: dict[str, Any]) -> str:
+        if "please give a confidence score" in str(request["messages"][-1]["content"]):
+            return "80"
+        return "I cannot say." if "very high Agreeableness" in str(request["messages"]) else "2"
+
+    with FakeOpenAI(answer) as server:
+        failed = judge(server, "default", "HA")
+        assert failed.exit_code != 0 and "parse failures above threshold" in failed.err
+        narrower = judge(server, "default")
+    assert narrower.exit_code != 0 and "HA cot=false verbalized: 4 of 4 failed" in narrower.err
+    assert rows(settings.warehouse, "select status from judge_runs where run_name = 'narrow'") == [("failed_check",)]

@@ -1,6 +1,7 @@
 -- Why: a judge run publishes only if exactly its planned items are there, made on the current texts, each
 -- derivable from the stored requests it references and asked of the run's model with the run's parameters,
--- values in range, and no personality fails to parse more often than the threshold. The planned items are the
+-- values in range, and no personality of the whole run (this call's or an earlier one's) fails to parse more often
+-- than the threshold. The planned items are the
 -- registered tables planned_pairs (query_id, doc_id, text_sha) x planned_settings (personality, cot,
 -- confidence_method, label_params). Returns one row per problem (detail names the item).
 create or replace temp table run_judgments as
@@ -77,7 +78,7 @@ failure_share as (
            format('{} cot={} {}: {} of {} failed ({:.1f}% > {:.1f}%)', personality, cot, confidence_method,
                   count(*) filter (where status != 'ok'), count(*),
                   100.0 * count(*) filter (where status != 'ok') / count(*), 100.0 * $max_share) as detail
-    from judged
+    from run_judgments  -- the whole run: a narrower call cannot publish a run whose other judgments failed
     group by personality, cot, confidence_method
     having count(*) filter (where status != 'ok') > $max_share * count(*)
 ),
