@@ -23,6 +23,7 @@ from typing import Any
 
 from peras.errors import UsageError
 from peras.lake import is_lake
+from peras.local_model.watchdog import alive
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, retrying
 
@@ -56,20 +57,10 @@ def is_live(lease: tuple[Any, ...], me: Holder, at: datetime) -> bool:
     boot), its process exists; on another host, it was renewed less than LEASE_S ago."""
     holder, host, pid, _, renewed_at = lease
     if host == me.host and str(holder).startswith(f"{me.host}/{me.boot_id}/"):
-        return _process_exists(int(pid))
+        return alive(int(pid))
     if host == me.host:
         return False  # this host rebooted since
     return at - renewed_at < timedelta(seconds=LEASE_S)
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def take_lease(con: Any, kind: str, label: str, run_name: str, run_id: str) -> None:

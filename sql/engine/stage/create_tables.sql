@@ -15,7 +15,7 @@ create table if not exists {{ runs_table|ident }} (
     finished_at timestamp
 );
 
-create table if not exists {{ answers_table|ident }} (
+{%- macro answer_columns() %}
     {{ run_id|ident }} varchar not null,
 {%- for c in keys %}
     {{ c.name|ident }} {{ c.type }} not null,
@@ -27,20 +27,12 @@ create table if not exists {{ answers_table|ident }} (
     reason varchar,
     request_id varchar,
     {{ time_column|ident }} timestamp not null
+{%- endmacro %}
+
+create table if not exists {{ answers_table|ident }} ({{ answer_columns() }}
 ){% if history_table %};
 
-create table if not exists {{ history_table|ident }} (
-    {{ run_id|ident }} varchar not null,
-{%- for c in keys %}
-    {{ c.name|ident }} {{ c.type }} not null,
-{%- endfor %}
-{%- for c in values %}
-    {{ c.name|ident }} {{ c.type }},
-{%- endfor %}
-    status varchar not null,
-    reason varchar,
-    request_id varchar,
-    {{ time_column|ident }} timestamp not null,
+create table if not exists {{ history_table|ident }} ({{ answer_columns() }},
     replaced_at timestamp not null,
     why varchar not null
 ){% endif %}
