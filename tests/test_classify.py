@@ -11,9 +11,9 @@ import pytest
 from sklearn.metrics import f1_score
 
 from peras.errors import CheckFailed, UsageError
-from tasks.classify.features import FeatureMatrix, build_feature_matrix, choose_feature_set
 from tasks.classify.ordinal import OrdinalLogit
 from tasks.classify.tasks import LEARNERS, choose_learners, draw_splits, score, trial_seeds
+from tasks.shared.features import FeatureMatrix, build_feature_matrix, choose_feature_set
 
 pytestmark = pytest.mark.core
 

@@ -13,8 +13,8 @@ from flows.ingest import ingest
 from flows.judge_run import judge_run
 from peras.errors import InputError
 from peras.paths import SAMPLE_DIR
-from tasks.ingest.readers import read_qrels
-from tasks.ingest.run_files import read_run_lines, read_runs
+from tasks.shared.readers import read_qrels
+from tasks.shared.run_files import read_run_lines, read_runs
 from tests.helpers import run_cli, snapshot
 from tests.support.fake_openai import FakeOpenAI, instant
 from tests.test_judge import rows, use

@@ -2,8 +2,8 @@
 
 The judge streams are chosen and turned into a pair x judge matrix by classify's own tasks (the same streams give
 classify's feature_set_id, so the fuse table can show the classifier trained on them); the votes are the study's
-baselines (tasks/classify/aggregate.py); the fuser asks as tasks/fuse/asking.py says. The comparison is a set of
-views (sql/fuse/views/) read by tasks/fuse/tables.py.
+baselines (tasks/shared/aggregate.py); the fuser asks as tasks/fuse/asking.py says. The comparison is a set of
+views (sql/fuse/views/) read by tasks/shared/fuse_comparison.py.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql, run_statements
 from peras.warehouse import now, open_migrated, transaction
-from tasks.classify.aggregate import baseline_votes
-from tasks.classify.features import STREAM_KEYS, FeatureMatrix, FeatureSet
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim, claim_run
@@ -30,6 +28,8 @@ from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.fuse.asking import FuseConfig, FuseItem, FuseStage, JudgeAnswer, shuffled_judges
 from tasks.fuse.prompt import fuser_prompt
+from tasks.shared.aggregate import baseline_votes
+from tasks.shared.features import STREAM_KEYS, FeatureMatrix, FeatureSet
 
 NO_FUSER = "none"  # model and backend of a baselines-only run
 
