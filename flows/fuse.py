@@ -19,6 +19,7 @@ from tasks.fuse.tasks import (
     FuseRecipe,
     claim_baselines_run,
     collect_answers,
+    load_comparison,
     load_explanations,
     name_judges,
     plan_fuse,
@@ -34,7 +35,6 @@ from tasks.shared.features import (
     list_feature_streams,
     load_feature_values,
 )
-from tasks.shared.fuse_comparison import load_comparison
 
 
 @flow(name="fuse", flow_run_name="fuse-{collection}", log_prints=True)
