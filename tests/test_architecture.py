@@ -74,6 +74,25 @@ def test_engine_publish_and_shared_import_no_stage(package):
     assert {path: bad for path, bad in offenders.items() if bad} == {}
 
 
+@pytest.mark.parametrize("package", ["bench", "support"])
+def test_benchmarks_and_support_use_no_test_code(package):
+    # What tests and benchmarks both need (the scripted servers, the reference metrics) lives in support/; a
+    # `python -m tests....` child counts as an import.
+    assert modules(package)
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            (imported_packages(path) & {"tests"})
+            | {
+                node.value
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("tests.")
+            }
+        )
+        for path in modules(package)
+    }
+    assert {path: bad for path, bad in offenders.items() if bad} == {}
+
+
 def test_flow_modules_define_only_flows():
     extra = []
     for path in modules("flows"):
