@@ -44,7 +44,7 @@ from bench.common import finish, headline, machine, versions  # noqa: E402
 from peras.lake import strip_constraints  # noqa: E402
 from peras.sql import view_files  # noqa: E402
 from peras.warehouse import migrations  # noqa: E402
-from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
+from support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
 
 EXTENSIONS = ("ducklake", "postgres_scanner")
 PACKAGES = (

@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import finish, headline, machine, versions  # noqa: E402
-from tasks.classify.features import PERSONALITY_ORDER, FeatureMatrix  # noqa: E402
+from support.prefect_server import prefect_server  # noqa: E402
 from tasks.classify.results import library_versions  # noqa: E402
 from tasks.classify.tasks import LEARNERS, draw_splits, evaluate_learner, evaluate_single_streams, evaluate_votes  # noqa: E402
-from tests.support.prefect_server import prefect_server  # noqa: E402
+from tasks.shared.features import PERSONALITY_ORDER, FeatureMatrix  # noqa: E402
 
 N_PAIRS, TRIALS, SEED, TARGET_S = 4304, 50, 42, 60.0
 QREL_SHARES = (0.45, 0.25, 0.18, 0.12)

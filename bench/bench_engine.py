@@ -47,7 +47,7 @@ from peras.prompting import (  # noqa: E402
 )
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
-from tests.support.prefect_server import free_port, prefect_server  # noqa: E402
+from support.prefect_server import free_port, prefect_server  # noqa: E402
 
 MODEL = "bench-model"
 TARGET = 0.95
@@ -56,7 +56,7 @@ TARGET = 0.95
 def start_server(latency: tuple[int, int] | None, models: list[str]) -> tuple[subprocess.Popen[str], str]:
     """The scripted server in its own process (so it never shares the measured process's CPU time)."""
     port = free_port()
-    command = [sys.executable, "-m", "tests.support.fake_openai", "--port", str(port), "--models", *models]
+    command = [sys.executable, "-m", "support.fake_openai", "--port", str(port), "--models", *models]
     if latency:
         command += ["--latency", str(latency[0]), str(latency[1])]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])

@@ -4,14 +4,14 @@ The same run each time: `peras judge dl19 --model fake-model --parts 4 --cot wit
 11 personalities, no CoT, verbalized confidence; --limit-pairs N to size it), the parent as its own process,
 its 4 parts (split by personality) started through `run_deployment` on the `judge-part/hosts` deployment of one
 pool. 1, 2 and 4 workers ("hosts"), each a `prefect worker start --pool P --limit L` in its own directory with its
-own scripted server (tests.support.fake_openai in its own process, answering after --delay-s; 0 = instant), its
+own scripted server (support.fake_openai in its own process, answering after --delay-s; 0 = instant), its
 own PERAS_BASE_URLS, PERAS_SHARDS_DIR and PERAS_ENDPOINT_SLOTS_DIR, as tests/test_fan_out.py sets them up.
 --worker-limit 1 (the default) makes a worker run one part at a time, as a GPU host whose server one part keeps
 busy: 1 worker runs the 4 parts one after the other, 4 workers run them all at once.
 
 Every configuration judges on a fresh DuckLake (a new catalog database in one real PostgreSQL,
-tests/support/postgres.py; data in a temporary directory), ingested untimed, with fresh workers and servers on one
-Prefect server (tests/support/prefect_server.py). Figures per run: wall time of the parent from its start to
+support/postgres.py; data in a temporary directory), ingested untimed, with fresh workers and servers on one
+Prefect server (support/prefect_server.py). Figures per run: wall time of the parent from its start to
 `published`, judgments/s, time until the first child flow run started (Prefect scheduling and the workers' poll,
 PREFECT_WORKER_QUERY_SECONDS), when the last part ended and the parent's gate and publish after it, each part's
 flow-run time and worker, CPU seconds by component (parent, workers and their flow runs, LLM servers, PostgreSQL,
@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import ROOT, finish, headline, machine, peras_command, peras_env, versions  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
-from tests.support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
-from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
-from tests.support.prefect_server import prefect_server  # noqa: E402
+from support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
+from support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
+from support.prefect_server import prefect_server  # noqa: E402
 
 COLLECTION, SUBSET, PERSONALITIES, DEPLOYMENT = "dl19", "balanced", 11, "judge-part/hosts"
 LAKE_PACKAGES = ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")
@@ -378,7 +378,7 @@ def result_of(
             "split_by": "personality",
             "worker_limit": options.worker_limit,
             "worker_poll_s": options.worker_poll_s,
-            "server": f"tests.support.fake_openai, one process per worker, answering after {options.delay_s} s",
+            "server": f"support.fake_openai, one process per worker, answering after {options.delay_s} s",
             "warehouse": "DuckLake, catalog in PostgreSQL, a fresh database per configuration",
             "rounds": options.rounds,
             "workers": list(options.workers),

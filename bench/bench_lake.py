@@ -3,7 +3,7 @@
 1. The same run on both: `peras judge dl19 --all-topics --cot without` (all 43 topics, not the default balanced
    subset; 11 personalities, verbalized confidence, default chunk size; 101,860 judgments with all 9,260 pairs)
    against the instant scripted server, on a freshly ingested
-   DuckDB file and on a freshly ingested DuckLake (catalog in a real PostgreSQL, tests/support/postgres.py; data in
+   DuckDB file and on a freshly ingested DuckLake (catalog in a real PostgreSQL, support/postgres.py; data in
    a temporary directory). Wall time, judgments/s, peak RSS of the `peras judge` process (GNU time), CPU time, the
    Parquet files the lake holds afterwards, and the final counts of judgments and llm_requests (equal on both, or
    the benchmark fails). Rounds interleave the two backends, alternating which goes first; median and spread.
@@ -41,9 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import ROOT, finish, headline, machine, peras_command, peras_env, versions  # noqa: E402
 from peras import lake  # noqa: E402
 from peras.warehouse import connect, migrate, snapshot_path  # noqa: E402
-from tests.support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
-from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
-from tests.support.prefect_server import prefect_server  # noqa: E402
+from support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
+from support.postgres import Postgres, create_database, missing_reason, postgres_server  # noqa: E402
+from support.prefect_server import prefect_server  # noqa: E402
 
 COLLECTION, PERSONALITIES, ROWS_PER_COMMIT = "dl19", 11, 8192
 LAKE_PACKAGES = ("duckdb-extension-ducklake", "duckdb-extension-postgres-scanner")
@@ -396,7 +396,7 @@ def run(rounds: int = 2, limit_pairs: int | None = None, commits: int = 50) -> d
             "limit_pairs": limit_pairs,
             "judgments": stored[0][0],
             "llm_requests": stored[0][1],
-            "server": "tests.support.fake_openai (instant), own process",
+            "server": "support.fake_openai (instant), own process",
             "rounds": rounds,
         },
         "runs": runs,

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import finish, headline, machine, versions  # noqa: E402
+from peras.prompting import CANONICAL_ORDER  # noqa: E402
 from peras.sql import load_sql  # noqa: E402
 from peras.warehouse import migrate  # noqa: E402
-from tests.metrics_fixtures import (  # noqa: E402
-    PERSONALITIES,
+from support.reference_metrics import (  # noqa: E402
     reference_agreement,
     reference_calibration,
     reference_confusion,
@@ -82,7 +82,7 @@ def synthetic_judgments(seed: int = 11) -> tuple[pl.DataFrame, pl.DataFrame]:
         }
     )
     frames = []
-    for personality in PERSONALITIES:
+    for personality in CANONICAL_ORDER:
         for cot in (False, True):
             noisy = np.clip(np.rint(relevance + rng.normal(rng.normal(0, 0.3), 0.8, N_PAIRS)), 0, 3)
             right = noisy == relevance

@@ -3,7 +3,7 @@
 DL19 (9,260 pairs, from ../shared/data) x 11 personalities, without CoT, verbalized confidence: 101,860 judgments,
 203,720 requests, through `peras judge` end to end (its own process: imports, Prefect flow and tasks against a
 running Prefect server, planning, the HTTP client, shards, loading into DuckDB, the gate). The server is
-`tests.support.fake_openai` (a benchmark fixture: CRC32 of the prompt picks the answer; no model) in its own process.
+`support.fake_openai` (a benchmark fixture: CRC32 of the prompt picks the answer; no model) in its own process.
 Target: >= 1,000 judgments/s end to end on 2 cores, so that a GPU server doing ~100 judgments/s is never held back.
 
 A second run on a copy of the freshly ingested warehouse is sampled with py-spy (100 Hz, on-CPU stacks of every
@@ -36,8 +36,8 @@ from bench.common import (  # noqa: E402
     timed,
     versions,
 )
-from tests.support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
-from tests.support.prefect_server import prefect_server  # noqa: E402
+from support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
+from support.prefect_server import prefect_server  # noqa: E402
 
 COLLECTION, PERSONALITIES, TARGET_PER_S = "dl19", 11, 1000.0
 SAMPLE_HZ = 100

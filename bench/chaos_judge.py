@@ -4,7 +4,7 @@ Each round (planned from the seed) ingests the shipped sample (`peras ingest sam
 a and b, in ONE directory, and starts at once three `peras judge` processes of one model:
 - run "chaos" on a, and run "chaos-twin" on a with the same plan (they share a's answer cache and race on it);
 - run "chaos" on b: the same run name in the other warehouse, other personalities and pairs (a leak would show),
-against a fake OpenAI-compatible server in its own process (tests/support/fake_openai.py, `Chaos`) that injects
+against a fake OpenAI-compatible server in its own process (support/fake_openai.py, `Chaos`) that injects
 faults: HTTP 500, 429 with a short
 Retry-After, 400 (the request is refused), dropped connections, unreadable answers, slow answers (past the request
 timeout in some rounds). In some rounds it answers a random label and confidence per call, so the concurrent runs
@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
-from tests.support.fake_openai import Chaos, fake_openai_process  # noqa: E402
+from support.fake_openai import Chaos, fake_openai_process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # `python -m cli.main` run in ROOT: the code of this checkout, never the one an editable install points at (the
@@ -633,7 +633,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", action="store_true", help="keep the rounds' warehouses and logs")
     args = parser.parse_args(argv)
 
-    from tests.support.prefect_server import prefect_server, server_env
+    from support.prefect_server import prefect_server, server_env
 
     started, clock, tree = machine(), time.monotonic(), git_state()
     workdir = Path(tempfile.mkdtemp(prefix="peras-chaos-"))

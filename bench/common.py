@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from peras.settings import load_settings
-from tests.support.prefect_server import server_env
+from support.prefect_server import server_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

@@ -11,12 +11,6 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from peras.warehouse import now
-from tasks.classify.features import (
-    build_feature_matrix,
-    choose_feature_set,
-    list_feature_streams,
-    load_feature_values,
-)
 from tasks.classify.results import (
     ResultTable,
     build_results_table,
@@ -32,6 +26,12 @@ from tasks.classify.tasks import (
     evaluate_votes,
 )
 from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.shared.features import (
+    build_feature_matrix,
+    choose_feature_set,
+    list_feature_streams,
+    load_feature_values,
+)
 
 
 @flow(name="classify", flow_run_name="classify-{collection}", log_prints=True)

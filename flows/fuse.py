@@ -13,19 +13,13 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
-from tasks.classify.features import (
-    build_feature_matrix,
-    choose_feature_set,
-    list_feature_streams,
-    load_feature_values,
-)
 from tasks.engine.running import run_stage
 from tasks.engine.tasks import identify_warehouse, opaque, recorded_run
-from tasks.fuse.tables import load_comparison
 from tasks.fuse.tasks import (
     FuseRecipe,
     claim_baselines_run,
     collect_answers,
+    load_comparison,
     load_explanations,
     name_judges,
     plan_fuse,
@@ -35,6 +29,12 @@ from tasks.fuse.tasks import (
     vote,
 )
 from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.shared.features import (
+    build_feature_matrix,
+    choose_feature_set,
+    list_feature_streams,
+    load_feature_values,
+)
 
 
 @flow(name="fuse", flow_run_name="fuse-{collection}", log_prints=True)

@@ -17,6 +17,7 @@ from flows.metrics import metrics
 from flows.priming import priming
 from flows.report import report
 from peras.settings import Settings, load_settings
+from tasks.judge.dry_run import judge_dry_run
 from tasks.study.tasks import (
     estimate_study,
     judge_parameters,
@@ -47,7 +48,7 @@ def study(
     """
     settings = settings or load_settings()
     grid = plan_study(settings, endpoints_file, models, collections, personalities, limit_pairs)
-    estimate = estimate_study(settings, grid)
+    estimate = estimate_study(settings, grid, judge_dry_run)
     publish_study_plan(estimate)
     if dry_run:
         return {"estimate": estimate}

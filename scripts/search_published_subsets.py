@@ -34,8 +34,8 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from peras.settings import load_settings  # noqa: E402
-from tasks.ingest.readers import read_qrels  # noqa: E402
 from tasks.ingest.sources import preset_source  # noqa: E402
+from tasks.shared.readers import read_qrels  # noqa: E402
 
 # Table 4 of the study: topics and judged pairs at levels 0 / 1 / 2 / 3 (pairs = their sum).
 PUBLISHED: dict[str, tuple[str, int, tuple[int, int, int, int]]] = {

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-.venv/bin/ruff check peras flows tasks tests bench cli
-.venv/bin/ruff format --check peras flows tasks tests bench cli
+.venv/bin/ruff check peras flows tasks tests bench cli support
+.venv/bin/ruff format --check peras flows tasks tests bench cli support
 .venv/bin/mypy
 .venv/bin/pytest -q -p no:cacheprovider "$@"

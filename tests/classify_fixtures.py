@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from peras.warehouse import open_migrated
-from tasks.classify.features import PERSONALITY_ORDER
+from tasks.shared.features import PERSONALITY_ORDER
 
 COLLECTION = "synth"
 LLM_RUN = "synth-llm"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.prefect_server import prefect_server as start_prefect_server
-from tests.support.prefect_server import server_env
+from support.prefect_server import prefect_server as start_prefect_server
+from support.prefect_server import server_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))

@@ -182,7 +182,7 @@ def test_an_analyst_connection_open_during_a_judge_run_blocks_nothing(capsys, se
     # The analyst keeps a notebook connection open on the snapshot for the whole run; the run loads its shards,
     # publishes, refreshes the snapshot; the analyst sees the run after reconnecting.
     from flows.judge import judge
-    from tests.support.fake_openai import FakeOpenAI, instant
+    from support.fake_openai import FakeOpenAI, instant
 
     ingest_sample(capsys, settings)
     analyst, first = start(ANALYST, snapshot_path(settings.warehouse))

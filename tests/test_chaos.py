@@ -17,7 +17,7 @@ import pytest
 
 from bench.chaos_judge import Kill, RoundPlan, RunSpec, run_round
 from peras.llm.parsing import parse_confidence, parse_label
-from tests.support.fake_openai import Chaos, chaotic
+from support.fake_openai import Chaos, chaotic
 
 LABEL = [{"role": "user", "content": "How relevant is this passage to the query?"}]
 CONFIDENCE = [{"role": "user", "content": "Your given relevance score is 2, please give a confidence score for this"}]

@@ -11,9 +11,10 @@ import pytest
 from sklearn.metrics import f1_score
 
 from peras.errors import CheckFailed, UsageError
-from tasks.classify.features import FeatureMatrix, build_feature_matrix, choose_feature_set
 from tasks.classify.ordinal import OrdinalLogit
 from tasks.classify.tasks import LEARNERS, choose_learners, draw_splits, score, trial_seeds
+from tasks.shared.features import FeatureMatrix, build_feature_matrix, choose_feature_set
+from tasks.shared.method_titles import TITLES
 
 pytestmark = pytest.mark.core
 
@@ -230,6 +231,18 @@ def test_cli_lists_every_learner():
     from cli.commands.classify import LEARNER_NAMES
 
     assert tuple(LEARNERS) == LEARNER_NAMES
+
+
+def test_every_learner_and_vote_has_its_table_title():
+    # The titles live in tasks/shared/method_titles.py so the report names learners without importing them.
+    assert {name: learner.title for name, learner in LEARNERS.items()} == {
+        "rf": "Random Forest",
+        "xgboost": "XGBoost",
+        "lightgbm": "LightGBM",
+        "ordinal_logit": "Ordinal LR",
+        "rf_no_conf": "RF w/o conf.",
+    }
+    assert list(TITLES) == [*LEARNERS, "vote_majority", "vote_confidence", "vote_sqrt_confidence", "vote_entropy"]
 
 
 def test_choose_learners():

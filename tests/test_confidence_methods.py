@@ -11,7 +11,7 @@ import pytest
 
 from peras.llm.joint_parsing import JointResult, parse_certainty_answer, parse_self_answer
 from peras.prompting import build_joint_messages, load_personalities, load_prompt
-from tests.support.fake_openai import FakeOpenAI, Reply, instant
+from support.fake_openai import FakeOpenAI, Reply, instant
 from tests.test_integrity import judge_cli, not_derivable, rows
 
 # The overconfidence study's SC template, verbatim from the issue.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flows.demo import demo
-from tests.support.fake_openai import FakeOpenAI, instant
+from support.fake_openai import FakeOpenAI, instant
 
 pytestmark = pytest.mark.integration
 

@@ -18,8 +18,8 @@ import yaml
 
 from cli.deployments import PREFECT_FILE, load_specs
 from peras.paths import PROJECT_ROOT
+from support.prefect_server import free_port
 from tests.helpers import run_cli
-from tests.support.prefect_server import free_port
 
 FLOW_FILES = sorted(p for p in (PROJECT_ROOT / "flows").glob("*.py") if p.name != "__init__.py")
 LLAMA_TAGS = {
@@ -244,7 +244,7 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker, monkey
     from prefect.blocks.system import Secret
     from prefect.client.orchestration import get_client
 
-    from tests.support.fake_openai import FakeOpenAI, instant
+    from support.fake_openai import FakeOpenAI, instant
 
     pool = f"peras-test-{uuid.uuid4().hex[:8]}"
     started = time.monotonic()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from peras.warehouse import open_migrated
+from support.fake_openai import FakeOpenAI, instant
 from tasks.engine import store
 from tasks.engine.store import AnswerCache, WarehouseThread
-from tests.support.fake_openai import FakeOpenAI, instant
 from tests.test_integrity import judge_cli, sample  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.integration

@@ -17,9 +17,9 @@ import pytest
 from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
 from peras.warehouse import open_migrated
+from support.fake_openai import FakeOpenAI
 from tasks.evaluate.qrels import fill_holes, hidden_at, hide_labels
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI
 from tests.test_judge import rows as stored
 
 pytestmark = pytest.mark.integration

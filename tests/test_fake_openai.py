@@ -11,7 +11,7 @@ import pytest
 from peras.errors import BackendError
 from peras.llm.client import LLMClient
 from peras.prompting import build_confidence_messages, build_label_messages, load_personalities
-from tests.support.fake_openai import FakeOpenAI, fake_openai_process, instant, script
+from support.fake_openai import FakeOpenAI, fake_openai_process, instant, script
 
 pytestmark = pytest.mark.integration
 

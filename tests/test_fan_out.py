@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from support.fake_openai import FakeOpenAI, Reply, instant
+from support.postgres import Postgres, create_database, missing_reason, postgres_server
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, Reply, instant
-from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server
 
 pytestmark = pytest.mark.integration
 if missing_reason():

@@ -1,4 +1,4 @@
-"""The study's four voting baselines (tasks/classify/aggregate.py) on hand-computed cases, ties included."""
+"""The study's four voting baselines (tasks/shared/aggregate.py) on hand-computed cases, ties included."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from tasks.classify.aggregate import (
+from tasks.shared.aggregate import (
     aggregate_votes,
     baseline_votes,
     confidence_baseline,

@@ -21,8 +21,8 @@ from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
 from peras.prompting import CANONICAL_ORDER as PERSONALITY_ORDER
 from peras.warehouse import open_migrated
+from support.fake_openai import FakeOpenAI
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI
 from tests.test_pairwise_flow import rows
 
 pytestmark = pytest.mark.integration

@@ -15,9 +15,9 @@ from scipy import stats
 
 from flows.import_judgments import import_judgments
 from flows.ingest import ingest
+from support.fake_openai import FakeOpenAI
 from tasks.evaluate.qrels import hidden_at, hide_labels
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI
 from tests.test_evaluate import GRADE_OF_DOC, TEXTS, judged, stored, write_runs  # noqa: F401 - judged: a fixture
 
 pytestmark = pytest.mark.integration

@@ -22,8 +22,8 @@ import pytest
 from flows.ingest import ingest
 from flows.judge import judge
 from peras.errors import CheckFailed
+from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, Fault, Reply, instant
 
 pytestmark = pytest.mark.integration
 

@@ -21,8 +21,8 @@ import pytest
 
 from flows.ingest import ingest
 from peras.paths import SAMPLE_DIR
+from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tests.test_integrity import judge_cli, not_derivable, rows
 
 pytestmark = pytest.mark.integration

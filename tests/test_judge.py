@@ -16,8 +16,8 @@ import pytest
 from flows.ingest import ingest
 from flows.judge import judge
 from peras.errors import CheckFailed, UsageError
-from tests.support.fake_openai import FakeOpenAI, Fault, instant
-from tests.support.prefect_server import free_port
+from support.fake_openai import FakeOpenAI, Fault, instant
+from support.prefect_server import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -280,7 +280,7 @@ def slow_server():
         [
             sys.executable,
             "-m",
-            "tests.support.fake_openai",
+            "support.fake_openai",
             "--port",
             str(port),
             "--models",

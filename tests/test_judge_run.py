@@ -13,10 +13,10 @@ from flows.ingest import ingest
 from flows.judge_run import judge_run
 from peras.errors import InputError
 from peras.paths import SAMPLE_DIR
-from tasks.ingest.readers import read_qrels
-from tasks.ingest.run_files import read_run_lines, read_runs
+from support.fake_openai import FakeOpenAI, instant
+from tasks.shared.readers import read_qrels
+from tasks.shared.run_files import read_run_lines, read_runs
 from tests.helpers import run_cli, snapshot
-from tests.support.fake_openai import FakeOpenAI, instant
 from tests.test_judge import rows, use
 
 TWO_SYSTEMS = "q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n\nq2 0 d3 1 3 bm25\nq1 Q0 d1 1 9e-1 dense\n"

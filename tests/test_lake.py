@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tests.support.postgres import Postgres, create_database, missing_reason, postgres_server
+from support.postgres import Postgres, create_database, missing_reason, postgres_server
 
 REASON = missing_reason()
 if REASON is not None:
@@ -32,9 +32,9 @@ from flows.metrics import metrics  # noqa: E402
 from peras.errors import UsageError  # noqa: E402
 from peras.settings import Settings, load_settings  # noqa: E402
 from peras.warehouse import connect, migrations, open_migrated  # noqa: E402
+from support.fake_openai import FakeOpenAI, instant  # noqa: E402
+from support.prefect_server import free_port  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
-from tests.support.fake_openai import FakeOpenAI, instant  # noqa: E402
-from tests.support.prefect_server import free_port  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

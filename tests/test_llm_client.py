@@ -15,7 +15,7 @@ from peras.errors import BackendError, UsageError
 from peras.llm.client import ChatResult, LLMClient
 from peras.llm.parsing import label_logprob_scores
 from peras.llm.responses import retry_after_s
-from tests.support.fake_openai import FakeOpenAI, Fault, Reply, instant, script
+from support.fake_openai import FakeOpenAI, Fault, Reply, instant, script
 
 pytestmark = pytest.mark.integration
 

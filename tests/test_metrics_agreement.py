@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sklearn.metrics import f1_score
 
+from support.reference_metrics import reference_agreement, reference_confusion
 from tests.metrics_fixtures import (
     GROUPS,
     assert_close,
@@ -17,8 +18,6 @@ from tests.metrics_fixtures import (
     judgments_of,
     labelled,
     load_judgments,
-    reference_agreement,
-    reference_confusion,
     rows_by_key,
     view,
 )

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from support.reference_metrics import reference_calibration, reference_thresholds
 from tests.metrics_fixtures import (
     GROUPS,
     assert_close,
@@ -16,8 +17,6 @@ from tests.metrics_fixtures import (
     group_key,
     judgments_of,
     load_judgments,
-    reference_calibration,
-    reference_thresholds,
     rows_by_key,
     scored,
     view,

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from support.reference_metrics import reference_agreement, reference_confusion
 from tests.conftest import SHARED_DATA
-from tests.metrics_fixtures import assert_close, import_llmjudge, reference_agreement, reference_confusion
+from tests.metrics_fixtures import assert_close, import_llmjudge
 
 pytestmark = pytest.mark.integration
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from support.reference_metrics import reference_reliability
 from tests.metrics_fixtures import (
     GROUPS,
     assert_close,
@@ -13,7 +14,6 @@ from tests.metrics_fixtures import (
     group_key,
     judgments_of,
     load_judgments,
-    reference_reliability,
     rows_by_key,
     scored,
     view,

@@ -13,8 +13,8 @@ import pytest
 
 from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
+from support.fake_openai import FakeOpenAI
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.integration
 

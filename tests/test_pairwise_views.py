@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from flows.ingest import ingest
+from support.fake_openai import FakeOpenAI, instant
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, instant
 from tests.test_pairwise_flow import OUTPUT, PASSAGE, answer, pairwise_cli, shown, truthful
 
 pytestmark = pytest.mark.integration

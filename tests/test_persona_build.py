@@ -12,9 +12,9 @@ from flows.ingest import ingest
 from flows.personas import personas_build
 from peras.bfi2 import load_items
 from peras.prompting import load_personalities, load_prompt
+from support.fake_openai import FakeOpenAI, instant
 from tasks.personas.build_text import parse_instruction, parse_keywords
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, instant
 from tests.test_personas import rows, use
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from cli.prefect_server import LocalServer
+from support.prefect_server import free_port
 from tests.helpers import run_cli
-from tests.support.prefect_server import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_LINE = "sample: 40 judged pairs, 5 queries, 40 passages; balanced subset 5 topics / 40 pairs\n"

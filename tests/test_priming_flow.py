@@ -15,10 +15,10 @@ from scipy import stats
 from flows.ingest import ingest
 from flows.priming import priming
 from peras.errors import CheckFailed, UsageError
+from support.fake_openai import FakeOpenAI
 from tasks.priming.draws import choose_topics, draw_trial, load_pools
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.integration
 

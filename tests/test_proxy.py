@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from peras.llm.transport import FastHTTPTransport, OpenAITransport, environment_proxy, make_transport
+from support.fake_openai import FakeOpenAI, instant
+from support.forward_proxy import ForwardProxy
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, instant
-from tests.support.forward_proxy import ForwardProxy
 
 CLUSTER_HOST = "llm.cluster.invalid"  # a name only the proxy can resolve (.invalid never resolves, RFC 6761)
 PROXY_VARIABLES = (
@@ -143,7 +143,7 @@ def test_loopback_endpoints_never_go_through_the_proxy(capsys, monkeypatch, samp
 
 @pytest.mark.integration
 def test_an_unreachable_proxy_is_named_in_the_error(monkeypatch):
-    from tests.support.prefect_server import free_port
+    from support.prefect_server import free_port
 
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{free_port()}")
     transport = make_transport(f"http://{CLUSTER_HOST}:8000/v1", None, 5.0)

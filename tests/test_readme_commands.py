@@ -1,7 +1,7 @@
 """Every `peras` command README.md shows, run in the order it shows them, in a fresh directory.
 
 The commands run as written, with two changes: `http://gpu-host:8000/v1` is a scripted OpenAI-compatible server
-(tests/support/fake_openai.py), and the two judge commands judge a few pairs (EXTRA) instead of thousands.
+(support/fake_openai.py), and the two judge commands judge a few pairs (EXTRA) instead of thousands.
 What the README assumes was done before (an ingested LLMJudge for `import-judgments`, judge runs on DL21 for
 `classify`, a run.txt) is prepared by the `workspace` fixture. The cases depend on the earlier ones, as the
 README's lines do: run the module whole.
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support.fake_openai import FakeOpenAI, instant
 from tests.helpers import CliResult, run_cli
-from tests.support.fake_openai import FakeOpenAI, instant
 
 pytestmark = pytest.mark.integration
 

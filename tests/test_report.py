@@ -127,7 +127,7 @@ def judged_sample(tmp_path_factory):
     from flows.ingest import ingest
     from flows.judge import judge
     from peras.settings import load_settings
-    from tests.support.fake_openai import FakeOpenAI, instant
+    from support.fake_openai import FakeOpenAI, instant
 
     root = tmp_path_factory.mktemp("judged")
     settings = load_settings(warehouse=root / "peras.duckdb", data_dir=SHARED_DATA, reports_dir=root / "reports")

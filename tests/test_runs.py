@@ -9,8 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from support.fake_openai import FakeOpenAI, instant
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI, instant
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ import pytest
 from peras.errors import UsageError
 from peras.models import MODELS_FILE, load_model_presets
 from peras.prompting import sampling_params
+from support.fake_openai import FakeOpenAI
 from tasks.study.estimate import CHARS_PER_TOKEN, estimate_tokens
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
-from tests.support.fake_openai import FakeOpenAI
 
 PASSAGE_LINE = re.compile(r"^\[(\S+)\] ", re.M)
 COT_MARK = "Split this problem into steps"  # only the CoT label prompt says it
@@ -235,7 +235,7 @@ def test_priming_takes_a_model_preset_and_explicit_flags_win(capsys, warehouse):
 @pytest.mark.integration
 def test_judge_with_a_model_preset_takes_its_model_and_cot_settings(settings, tmp_path, capsys, monkeypatch):
     from flows.ingest import ingest
-    from tests.support.fake_openai import FakeOpenAI, instant
+    from support.fake_openai import FakeOpenAI, instant
     from tests.test_integrity import rows
 
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))

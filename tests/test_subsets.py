@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 from peras.errors import CheckFailed
-from tasks.ingest.readers import read_qrels
 from tasks.ingest.sources import _preset_problem, default_subset, presets
 from tasks.ingest.subsets import published_topics
+from tasks.shared.readers import read_qrels
 from tests.helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]

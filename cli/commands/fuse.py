@@ -121,7 +121,7 @@ def fuse(
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2, default=str))
         return
-    from tasks.fuse.tables import disagreement_line  # polars: not loaded for --help
+    from tasks.shared.fuse_comparison import disagreement_line  # polars: not loaded for --help
 
     click.echo(summary_line(summary))
     print_comparison(summary)
@@ -141,7 +141,7 @@ def summary_line(summary: dict[str, Any]) -> str:
 
 def print_comparison(summary: dict[str, Any]) -> None:
     """The comparison as a rich table: values with (delta vs default), the best single judge in [brackets]."""
-    from tasks.fuse.tables import comparison_table
+    from tasks.shared.fuse_comparison import comparison_table
 
     frame = comparison_table(summary["rows"])
     out = Table(caption=escape("(delta against the default judge); [best single judge per metric]"))

@@ -17,6 +17,7 @@ from sklearn.ensemble import RandomForestClassifier
 from xgboost import XGBClassifier
 
 from tasks.classify.ordinal import OrdinalLogit
+from tasks.shared.method_titles import LEARNER_TITLES
 
 
 @dataclass(frozen=True)
@@ -24,18 +25,21 @@ class Learner:
     """A supervised learner: table name, whether it sees confidences, and how to build it."""
 
     name: str
-    title: str
     with_confidence: bool
     make: Callable[[int], Any]
+
+    @property
+    def title(self) -> str:
+        """What Table 5 calls it (tasks/shared/method_titles.py)."""
+        return LEARNER_TITLES[self.name]
 
 
 LEARNERS = {
     learner.name: learner
     for learner in (
-        Learner("rf", "Random Forest", True, lambda seed: _forest(seed)),
+        Learner("rf", True, lambda seed: _forest(seed)),
         Learner(
             "xgboost",
-            "XGBoost",
             True,
             lambda seed: XGBClassifier(
                 n_estimators=200,
@@ -51,7 +55,6 @@ LEARNERS = {
         # LightGBM ignores subsample unless bagging runs every subsample_freq iterations.
         Learner(
             "lightgbm",
-            "LightGBM",
             True,
             lambda seed: LGBMClassifier(
                 n_estimators=200,
@@ -66,8 +69,8 @@ LEARNERS = {
                 verbose=-1,
             ),
         ),
-        Learner("ordinal_logit", "Ordinal LR", True, lambda seed: OrdinalLogit()),
-        Learner("rf_no_conf", "RF w/o conf.", False, lambda seed: _forest(seed)),
+        Learner("ordinal_logit", True, lambda seed: OrdinalLogit()),
+        Learner("rf_no_conf", False, lambda seed: _forest(seed)),
     )
 }
 

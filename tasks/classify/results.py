@@ -19,9 +19,9 @@ from peras.metric_names import CLASSIFIER_METRIC_TITLES as METRIC_TITLES
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, transaction
-from tasks.classify.aggregate import VOTE_NAMES
-from tasks.classify.features import FeatureMatrix, FeatureSet
-from tasks.classify.tasks import TITLES
+from tasks.shared.aggregate import VOTE_NAMES
+from tasks.shared.features import FeatureMatrix, FeatureSet
+from tasks.shared.method_titles import TITLES
 
 METRICS = ("kappa", "qwk", "f1")
 VERSIONED = ("scikit-learn", "xgboost-cpu", "lightgbm", "numpy", "scipy", "polars", "duckdb")

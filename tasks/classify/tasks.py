@@ -18,9 +18,9 @@ from sklearn.model_selection import train_test_split
 
 from peras.errors import CheckFailed, UsageError
 from peras.progress import track
-from tasks.classify.aggregate import VOTE_NAMES, aggregate_votes
-from tasks.classify.features import LEVELS, FeatureMatrix
 from tasks.classify.learners import LEARNERS, fit_predict
+from tasks.shared.aggregate import aggregate_votes
+from tasks.shared.features import LEVELS, FeatureMatrix
 
 # The machines have two cores: two worker processes, each fitting one trial at a time with one thread.
 # Processes, not threads: on the small training parts of a 10% split, a forest's 200 trees are mostly
@@ -141,6 +141,3 @@ def evaluate_single_streams(matrix: FeatureMatrix, splits: list[Split]) -> list[
         for j, key in enumerate(matrix.keys)
         for split in splits
     ]
-
-
-TITLES = {**{n: learner.title for n, learner in LEARNERS.items()}, **VOTE_NAMES}

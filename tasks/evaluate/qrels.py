@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from peras.errors import UsageError
-from tasks.classify.aggregate import majority_baseline
+from tasks.shared.aggregate import majority_baseline
 
 MAJORITY = "majority"
 QRELS_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64}
@@ -28,7 +28,7 @@ def personality_labels(labels: pl.DataFrame, personality: str) -> pl.DataFrame:
 
 
 def majority_labels(labels: pl.DataFrame) -> pl.DataFrame:
-    """Every pair's majority label over the personalities (tasks/classify/aggregate.py's majority baseline: ties to
+    """Every pair's majority label over the personalities (tasks/shared/aggregate.py's majority baseline: ties to
     the label with the single most confident voter, then the lower label); confidence: the winner's vote share x 100.
 
     A pair counts only the personalities that labelled it.

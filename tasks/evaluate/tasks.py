@@ -24,7 +24,7 @@ from peras.warehouse import now, open_migrated, transaction
 from tasks.evaluate.builder import CONFIGS, build_run, write_run
 from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, write_qrels
 from tasks.evaluate.ranking import ALL_TOPICS, compare_rankings, score_systems
-from tasks.ingest.run_files import read_run_lines
+from tasks.shared.run_files import read_run_lines
 
 HUMAN = "human"
 

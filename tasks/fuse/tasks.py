@@ -1,9 +1,10 @@
 """Fuse tasks: name the judges, read what they said, vote, register the run, hand the pairs to the engine, gate.
 
-The judge streams are chosen and turned into a pair x judge matrix by classify's own tasks (the same streams give
-classify's feature_set_id, so the fuse table can show the classifier trained on them); the votes are the study's
-baselines (tasks/classify/aggregate.py); the fuser asks as tasks/fuse/asking.py says. The comparison is a set of
-views (sql/fuse/views/) read by tasks/fuse/tables.py.
+The judge streams are chosen and turned into a pair x judge matrix by the feature-stream tasks classify uses too
+(tasks/shared/features.py: the same streams give classify's feature_set_id, so the fuse table can show the
+classifier trained on them); the votes are the study's baselines (tasks/shared/aggregate.py); the fuser asks as
+tasks/fuse/asking.py says. The comparison is a set of views (sql/fuse/views/) read by load_comparison, printed as
+tasks/shared/fuse_comparison.py says.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql, run_statements
 from peras.warehouse import now, open_migrated, transaction
-from tasks.classify.aggregate import baseline_votes
-from tasks.classify.features import STREAM_KEYS, FeatureMatrix, FeatureSet
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
 from tasks.engine.runs import Gate, RunClaim, claim_run
@@ -30,6 +29,8 @@ from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.fuse.asking import FuseConfig, FuseItem, FuseStage, JudgeAnswer, shuffled_judges
 from tasks.fuse.prompt import fuser_prompt
+from tasks.shared.aggregate import baseline_votes
+from tasks.shared.features import STREAM_KEYS, FeatureMatrix, FeatureSet
 
 NO_FUSER = "none"  # model and backend of a baselines-only run
 
@@ -205,6 +206,16 @@ def plan_fuse(fused: Fused, judges: Judges, seed: int, n_pairs: int | None) -> l
     keys = sorted(fused.pairs.select("query_id", "doc_id").iter_rows(), key=lambda k: pair_rank(seed, *k))
     chosen = keys if n_pairs is None else keys[:n_pairs]
     return [FuseItem(q, d, shuffled_judges(judges.names, seed, q, d)) for q, d in chosen]
+
+
+@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
+def load_comparison(settings: Settings, fuse_run_id: str) -> dict[str, Any]:
+    """The run's comparison rows (long) and disagreement counts, from the views."""
+    params = {"fuse_run_id": fuse_run_id}
+    with open_migrated(settings.warehouse) as con:
+        rows = query_frame(con, "fuse/select_comparison", params)
+        disagreement = query_frame(con, "fuse/select_disagreement", params)
+    return {"rows": rows.to_dicts(), "disagreement": disagreement.to_dicts()[0] if disagreement.height else None}
 
 
 def summarize_votes(run: RunIdentity, judges: Judges, votes: pl.DataFrame) -> dict[str, Any]:

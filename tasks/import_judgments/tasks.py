@@ -31,8 +31,7 @@ from peras.errors import InputError, UsageError, clip
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, transaction
-from tasks.ingest.readers import iter_lines
-from tasks.ingest.sources import sha256_file
+from tasks.shared.readers import iter_lines, sha256_file
 
 IMPORT_VERSION = "1"  # bump when parsing changes, so that unchanged files are read again
 MAX_EXAMPLES = 5

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -138,15 +137,6 @@ def custom_source(
         subset_topics,
         None,
     )
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def resolve_source(

@@ -17,9 +17,9 @@ from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.ingest.quality import gate
-from tasks.ingest.readers import read_passages, read_qrels, read_tsv
-from tasks.ingest.sources import CollectionSource, sha256_file
+from tasks.ingest.sources import CollectionSource
 from tasks.ingest.subsets import PUBLISHED_RULE, SUBSET_RULE, published_topics, rank_balanced_topics
+from tasks.shared.readers import read_passages, read_qrels, read_tsv, sha256_file
 
 INGEST_VERSION = "1"  # bump when parsing changes, so unchanged files are re-read
 

@@ -18,8 +18,8 @@ from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, require_collection, transaction
-from tasks.ingest.readers import read_passages
-from tasks.ingest.run_files import read_run_lines
+from tasks.shared.readers import read_passages
+from tasks.shared.run_files import read_run_lines
 
 TEXT_SCHEMA = {"doc_id": pl.String, "text": pl.String}
 MAX_EXAMPLES = 5  # reported pairs without text: the count, and this many by run-file line
@@ -43,7 +43,7 @@ class Pool:
 
 @task(cache_policy=NO_CACHE)
 def read_run_files(paths: list[str]) -> pl.DataFrame:
-    """Every line of the run files (tasks/ingest/run_files.py), with its file and line; bad lines raise."""
+    """Every line of the run files (tasks/shared/run_files.py), with its file and line; bad lines raise."""
     if not paths:
         raise UsageError("give at least one run file")
     return read_run_lines([Path(p) for p in paths])

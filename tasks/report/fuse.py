@@ -12,8 +12,8 @@ import polars as pl
 from matplotlib.figure import Figure
 
 from peras.sql import query_frame
-from tasks.fuse.tables import comparison_table
 from tasks.report.charts import COLORS, save
+from tasks.shared.fuse_comparison import comparison_table
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from tasks.report.tables import (
     order_personalities,
     settings_of,
 )
+from tasks.shared.method_titles import TITLES
 
 TEMPLATES_DIR = Path(__file__).resolve().parent
 FIGURES_DIR = "figures"  # beside report.html
@@ -371,8 +372,6 @@ def _classifier_tables(summary: pl.DataFrame) -> list[ClassifierTable]:
     """Table 5 per classify run, learners named as `peras classify` names them."""
     if summary.height == 0:
         return []
-    from tasks.classify.tasks import TITLES  # imports the learners (seconds): only when there is something to name
-
     return classifier_tables(summary, TITLES)
 
 

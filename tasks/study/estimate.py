@@ -1,11 +1,12 @@
 """What the study's judge runs will ask, counted by running the judge's own plan and stage without sending.
 
 For each judge run of the grid the judge's JudgePlan gives the items still to do (what the run has judged on the
-current texts is skipped, as on a resume), and the judge's JudgeStage builds their requests, answered here by a
-stand-in: a request the warehouse already answered (any run, the engine's cache rule) is answered from there and
-not counted, and one this estimate already counted for the preset is not counted twice (the engine sends an
-identical request once). Any other request is counted, and its answer stands in as label 0 (labels are one
-digit: the confidence request built on it has the same length as the real one).
+current texts is skipped, as on a resume), and the judge's JudgeStage builds their requests (tasks/judge/dry_run.py,
+handed over by flows/study.py), answered by a stand-in (tasks/shared/dry_run.py): a request the warehouse already
+answered (any run, the engine's cache rule) is answered from there and not counted, and one this estimate already
+counted for the preset is not counted twice (the engine sends an identical request once). Any other request is
+counted, and its answer stands in as label 0 (labels are one digit: the confidence request built on it has the same
+length as the real one).
 
 `requests` is then what the endpoint receives when every answer reads at the first attempt (regenerations of
 unreadable answers and HTTP retries come on top) and no two settings share a confidence request; the engine sends a
@@ -19,24 +20,14 @@ assumed answer tokens (ANSWER_TOKENS) x output price, with the prices of peras/m
 
 from __future__ import annotations
 
-import asyncio
-import json
-import uuid
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-import polars as pl
-
-from peras.errors import RequestRejected
-from peras.prompting import request_hashes, select_personalities
 from peras.settings import Settings
-from peras.sql import run_sql
+from peras.sql import run_sql, run_statements
 from peras.warehouse import connect
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.spec import Answer, Ask, ParsedValue
-from tasks.judge.tasks import check_same_run, judge_config, judge_stage, load_pairs, plan_judgments, run_parameters
+from tasks.shared.dry_run import Asked, DryRun, StoredLookup, chunks, prompt_chars, simulate
 from tasks.study.grid import JudgeRun, StudyGrid
 
 CHARS_PER_TOKEN = 4
@@ -87,19 +78,22 @@ class Estimate:
         return sum(r.n_requests for r in self.rows)
 
 
-@dataclass
-class Asked:
-    """One request the stage asked for: its id, size, and whether its content is known (not built on a stand-in)."""
+class JudgeDryRun(Protocol):
+    """The judge's plan and stage of a run, without sending (tasks/judge/dry_run.py, handed over by flows/study.py)."""
 
-    request_id: str
-    chars: int
-    purpose: str
-    known: bool
-
-
-def prompt_chars(messages: list[dict[str, str]]) -> int:
-    """What the token estimate counts: the characters of every message's content."""
-    return sum(len(str(m.get("content", ""))) for m in messages)
+    def __call__(
+        self,
+        *,
+        settings: Settings,
+        endpoint: Endpoint,
+        run_name: str,
+        collection: str,
+        subset: str | None,
+        personalities: list[str],
+        cot: list[bool],
+        limit_pairs: int | None,
+        methods: list[str],
+    ) -> DryRun: ...
 
 
 def estimate_tokens(messages: list[dict[str, str]]) -> float:
@@ -107,133 +101,41 @@ def estimate_tokens(messages: list[dict[str, str]]) -> float:
     return prompt_chars(messages) / CHARS_PER_TOKEN
 
 
-def estimate_judge_run(settings: Settings, run: JudgeRun, grid: StudyGrid, seen: set[str]) -> list[EstimateRow]:
+def estimate_judge_run(
+    settings: Settings, run: JudgeRun, grid: StudyGrid, seen: set[str], dry_run: JudgeDryRun
+) -> list[EstimateRow]:
     """The rows of one judge run (one per CoT setting); `seen`: the requests already counted for its preset."""
     endpoint = Endpoint(run.settings.base_urls, run.preset.model, run.preset.backend)
-    config = judge_config(endpoint, n_samples=10)
-    personalities = select_personalities(grid.personalities, settings.personalities_dir)
-    pairs = load_pairs(settings, run.collection, run.subset, grid.limit_pairs)
+    judge = dry_run(
+        settings=settings,
+        endpoint=endpoint,
+        run_name=run.run_name,
+        collection=run.collection,
+        subset=run.subset,
+        personalities=grid.personalities,
+        cot=run.cot,
+        limit_pairs=grid.limit_pairs,
+        methods=METHODS,
+    )
     with connect(settings.warehouse, read_only=True) as con:
-        run_id = existing_run_id(con, run, config)
 
-        def fetch(name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-            return list(run_sql(con, name, params).fetchall())
+        def fetch(sql: str | list[str], params: dict[str, Any]) -> list[tuple[Any, ...]]:
+            # as the engine's: a SQL file's name, or a declared stage's statements
+            result = run_sql(con, sql, params) if isinstance(sql, str) else run_statements(con, sql, params)
+            return list(result.fetchall())
 
-        plan = plan_judgments_for(run_id, run, pairs, personalities)
-        stage = judge_stage(config, personalities, pairs)
-        lookup = StoredLookup(con, run_id)
+        lookup = StoredLookup(con, judge.run_id)
         rows = {cot: _row(run, cot) for cot in run.cot}
         uncertain: set[str] = set()
-        for chunk in chunks(plan.items(fetch), CHUNK):
-            for item, asked in zip(chunk, simulate(stage, chunk, config.model, lookup), strict=True):
+        for chunk in chunks(judge.plan.items(fetch), CHUNK):
+            for item, asked in zip(chunk, simulate(judge.stage, chunk, judge.model, lookup), strict=True):
                 tally(rows[item.cot], item.cot, asked, lookup, seen, uncertain)
     return list(rows.values())
-
-
-def existing_run_id(con: Any, run: JudgeRun, config: Any) -> str | None:
-    """The id of the run of that name, checked to ask the same way (the judge flow would refuse it later)."""
-    row = run_sql(con, "judge/select_run", {"run_name": run.run_name}).fetchone()
-    if row is None:
-        return None
-    run_id, have_collection, _, have_model, have_params, _ = row
-    want = run_parameters(config, METHODS)
-    check_same_run(run.run_name, run.collection, have_collection, {"model": have_model} | json.loads(have_params), want)
-    return str(run_id)
-
-
-def plan_judgments_for(run_id: str | None, run: JudgeRun, pairs: Any, personalities: Any) -> Any:
-    """The judge's plan of the run (a new run: nothing done, under an id no row has)."""
-    from tasks.engine.spec import RunIdentity
-
-    identity = RunIdentity("", "judge", run_id or uuid.uuid4().hex, run.run_name, run.preset.model, "")
-    return plan_judgments(identity, pairs, personalities, run.cot, METHODS)
 
 
 def _row(run: JudgeRun, cot: bool) -> EstimateRow:
     price = (run.preset.price.input, run.preset.price.output) if run.preset.price else None
     return EstimateRow(run.preset.name, run.collection, run.subset, cot, price=price)
-
-
-def chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    """Lists of at most `size` items."""
-    chunk: list[Any] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-class StoredLookup:
-    """Stored answers by request id, fetched on demand with the engine's query; its rule for reusing them."""
-
-    def __init__(self, con: Any, run_id: str | None) -> None:
-        self.con, self.run_id = con, run_id
-        self.answers: dict[str, tuple[str | None, str, str | None, str | None]] = {}
-        self.looked_up: set[str] = set()
-
-    def fetch(self, request_ids: set[str]) -> None:
-        """Look the ids up (once each)."""
-        wanted = sorted(request_ids - self.looked_up)
-        if not wanted:
-            return
-        self.con.register("wanted_requests", pl.DataFrame({"request_id": wanted}).to_arrow())
-        for request_id, raw_text, _, status, reason, run_id in run_sql(
-            self.con, "engine/select_stored_answers"
-        ).fetchall():
-            self.answers[request_id] = (raw_text, status, reason, run_id)
-        self.con.unregister("wanted_requests")
-        self.looked_up.update(wanted)
-
-    def usable(self, request_id: str) -> tuple[str | None, str, str | None, str | None] | None:
-        """The stored answer the engine would reuse: any that reads, a failure only for the run that stored it."""
-        stored = self.answers.get(request_id)
-        if stored is None or (stored[1] != "ok" and stored[3] != self.run_id):
-            return None
-        return stored
-
-
-def simulate(stage: Any, items: list[Any], model: str, lookup: StoredLookup) -> list[list[Asked]]:
-    """The requests each item asks, its known requests looked up until no new one appears (at most 3 rounds)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:  # a loop of its own, whatever runs in this thread
-        while True:
-            asked = pool.submit(asyncio.run, _simulate_all(stage, items, model, lookup)).result()
-            new = {a.request_id for per_item in asked for a in per_item if a.known} - lookup.looked_up
-            if not new:
-                return asked
-            lookup.fetch(new)
-
-
-async def _simulate_all(stage: Any, items: list[Any], model: str, lookup: StoredLookup) -> list[list[Asked]]:
-    return list(await asyncio.gather(*(_simulate(stage, item, model, lookup) for item in items)))
-
-
-async def _simulate(stage: Any, item: Any, model: str, lookup: StoredLookup) -> list[Asked]:
-    asked: list[Asked] = []
-    stand_in = [False]  # an answer of this item was a stand-in: what is built on it is not known
-
-    async def ask(spec: Ask) -> Answer:
-        request_id = request_hashes(model, spec.messages, spec.params, spec.sample_index)[0]
-        known = not stand_in[0]
-        asked.append(Asked(request_id, prompt_chars(spec.messages), spec.purpose, known))
-        stored = lookup.usable(request_id) if known else None
-        if stored is not None:
-            raw_text, status, reason, _ = stored
-            if status == "refused":
-                raise RequestRejected(reason or "refused", request_id=request_id)
-            return Answer(request_id, spec.parse(raw_text or ""), raw_text or "", None, True)
-        await asyncio.sleep(0)  # samples asked together are all asked before any stand-in is given
-        stand_in[0] = True
-        return Answer(request_id, ParsedValue(0, True, ""), "0", None, False)
-
-    try:
-        await stage.handle(item, ask)
-    except Exception:
-        if not asked:  # a stand-in can make a stage fail after its requests; a failure before any is a bug
-            raise
-    return asked
 
 
 def tally(

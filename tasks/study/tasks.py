@@ -16,7 +16,7 @@ from peras.errors import UsageError
 from peras.models import load_model_presets
 from peras.prompting import sampling_params, select_personalities
 from peras.settings import Settings
-from tasks.study.estimate import Estimate, estimate_judge_run, format_estimate
+from tasks.study.estimate import Estimate, JudgeDryRun, estimate_judge_run, format_estimate
 from tasks.study.grid import PRIMING_COLLECTION, JudgeRun, PrimingRun, StudyGrid, build_grid
 
 STUDY_PROMPTS = ("label_nocot", "label_cot", "confidence")  # what the study's judge runs send
@@ -51,12 +51,13 @@ def check_study_params(run: JudgeRun) -> None:
 
 
 @task(cache_policy=NO_CACHE)
-def estimate_study(settings: Settings, grid: StudyGrid) -> Estimate:
-    """What the grid's judge runs will ask: per preset x collection x CoT setting, requests, tokens, cost."""
+def estimate_study(settings: Settings, grid: StudyGrid, dry_run: JudgeDryRun) -> Estimate:
+    """What the grid's judge runs will ask: per preset x collection x CoT setting, requests, tokens, cost;
+    `dry_run` gives the judge's plan and stage of a run (the judge's own, handed over by the flow)."""
     estimate = Estimate(rows=[])
     seen: dict[str, set[str]] = {}
     for run in grid.judge_runs:
-        rows = estimate_judge_run(settings, run, grid, seen.setdefault(run.preset.name, set()))
+        rows = estimate_judge_run(settings, run, grid, seen.setdefault(run.preset.name, set()), dry_run)
         estimate.rows.extend(rows)
     return estimate
 

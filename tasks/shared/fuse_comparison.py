@@ -1,31 +1,17 @@
-"""The fuse comparison as the CLI prints it: one row per method, one column per metric, deltas against default."""
+"""The fuse comparison as `peras fuse` and the report print it: one row per method, one column per metric, deltas
+against default (rows from sql/fuse/views/, loaded by tasks/fuse/tasks.py: load_comparison)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import polars as pl
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from peras.metric_names import format_value, metric_title
-from peras.settings import Settings
-from peras.sql import query_frame
-from peras.warehouse import open_migrated
 
 METRICS = (
     "accuracy", "cohen_kappa", "qwk", "macro_f1", "ece", "ace", "mce", "brier", "nll", "th_score", "ro", "ru", "hmr",
 )  # fmt: skip
-
-
-@task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
-def load_comparison(settings: Settings, fuse_run_id: str) -> dict[str, Any]:
-    """The run's comparison rows (long) and disagreement counts, from the views."""
-    params = {"fuse_run_id": fuse_run_id}
-    with open_migrated(settings.warehouse) as con:
-        rows = query_frame(con, "fuse/select_comparison", params)
-        disagreement = query_frame(con, "fuse/select_disagreement", params)
-    return {"rows": rows.to_dicts(), "disagreement": disagreement.to_dicts()[0] if disagreement.height else None}
 
 
 def comparison_table(rows: list[dict[str, Any]]) -> pl.DataFrame:

@@ -14,7 +14,7 @@ A responder is a callable `responder(request_json) -> reply`, run on the server'
 - a `Reply`: texts plus a delay, finish reason, explicit logprobs, usage or extra top-level fields;
 - a `Fault`: an HTTP error status (with Retry-After and body), a delay, or a dropped connection.
 
-Standalone, for benchmarks: `python -m tests.support.fake_openai --port 8999` serves the "instant"
+Standalone, for benchmarks: `python -m support.fake_openai --port 8999` serves the "instant"
 responder until interrupted. Fault injection (`Chaos`, `chaotic`): `--fail-500 0.05 --fail-429 0.05 --garbage 0.2
 --random-answers --seed 1 --stats-file counts.json` and the like (`--help`); the counts are written on SIGTERM.
 """
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from peras.paths import PROJECT_ROOT
-from tests.support.http_server import LoopbackHTTPServer, http_response
+from support.http_server import LoopbackHTTPServer, http_response
 
 DEFAULT_MODEL = "fake-model"
 _LABEL_SHARES = (0.7, 0.1, 0.1, 0.1)  # synthetic top-logprobs: the answer, then the other labels
@@ -268,7 +268,7 @@ def fake_openai_process(port: int = 0, model: str = DEFAULT_MODEL, *flags: str) 
 
     `flags`: more command-line options, e.g. `Chaos(...).flags()`.
     """
-    command = [sys.executable, "-m", "tests.support.fake_openai", "--port", str(port), "--model", model, *flags]
+    command = [sys.executable, "-m", "support.fake_openai", "--port", str(port), "--model", model, *flags]
     # Run from the directory holding the package, so it imports whether installed or checked out.
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT) as process:
         try:

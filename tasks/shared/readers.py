@@ -11,6 +11,7 @@ byte-order mark (Windows editors write one), which is dropped.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -54,6 +55,15 @@ def _open_binary(path: Path) -> IO[bytes]:
     # The caller closes it (a `with` around this call).
     handle: IO[bytes] = gzip.open(path, "rb") if magic == GZIP_MAGIC else path.open("rb")  # type: ignore[assignment]  # noqa: SIM115
     return handle
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def iter_lines(path: Path, on_bytes: Callable[[int], None] | None = None) -> Iterator[tuple[int, str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from peras.errors import InputError, clip
-from tasks.ingest.readers import QRELS_ITER_COLUMN, iter_lines
+from tasks.shared.readers import QRELS_ITER_COLUMN, iter_lines
 
 RUN_COLUMNS = "`query_id Q0 doc_id rank score tag`"
 RUN_SCHEMA = {
