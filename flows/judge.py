@@ -38,8 +38,8 @@ from tasks.judge.tasks import (
     register_run,
     summarize,
 )
-from tasks.personas.build_sets import choose_personalities
 from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.shared.personalities import choose_personalities
 
 
 @flow(name="judge", flow_run_name="judge-{collection}", log_prints=True)

@@ -10,12 +10,12 @@ from typing import Any
 
 from prefect import flow
 
-from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
 from tasks.engine.running import run_stage
 from tasks.pairwise.asking import plan_items
 from tasks.pairwise.tasks import PairwiseRecipe, check_prompts, draw, load_judged, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.shared.personalities import choose_personalities
 
 
 @flow(name="pairwise", flow_run_name="pairwise-{collection}", log_prints=True)
@@ -23,6 +23,7 @@ def pairwise(
     collection: str,
     subset: str | None = None,
     personalities: list[str] | None = None,
+    personality_set: str | None = None,
     prompts: list[str] | None = None,
     pairs_per_topic: int = 8,
     seed: int = 42,
@@ -34,13 +35,14 @@ def pairwise(
 ) -> dict[str, Any]:
     """Ask every drawn pair x order x personality x prompt; gate, publish.
 
-    prompts: 'certainty' (default), 'tie', 'self'. A run keeps its collection, subset, model, seed and request
-    parameters; calling it again with more pairs per topic, personalities or prompts extends it. Stored answers are
-    reused: a rerun sends nothing.
+    prompts: 'certainty' (default), 'tie', 'self'. personality_set: ask under a stored set's personas (NAME,
+    NAME@VERSION, builtin) instead of the built-in and PERAS_PERSONALITIES_DIR ones, as judge does. A run keeps its
+    collection, subset, model, seed and request parameters; calling it again with more pairs per topic,
+    personalities or prompts extends it. Stored answers are reused: a rerun sends nothing.
     """
     settings = settings or load_settings()
     chosen_prompts = check_prompts(prompts)
-    chosen = select_personalities(personalities, settings.personalities_dir)
+    chosen = choose_personalities(settings, personalities, personality_set)
     judged = load_judged(settings, collection, subset)
     pairs = draw(judged, seed, pairs_per_topic)
     planned = plan_items(pairs, [p.code for p in chosen], chosen_prompts)

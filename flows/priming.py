@@ -11,7 +11,6 @@ from typing import Any
 
 from prefect import flow
 
-from peras.prompting import select_personalities
 from peras.settings import Settings, load_settings
 from tasks.engine.running import run_stage
 from tasks.engine.tasks import opaque
@@ -20,6 +19,7 @@ from tasks.priming.stats import compute_priming_index, compute_priming_tests, lo
 from tasks.priming.tables import load_priming_tables, plot_priming_topics, publish_priming_artifact
 from tasks.priming.tasks import PrimingRecipe, personality_codes, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.shared.personalities import choose_personalities
 
 
 @flow(name="priming", flow_run_name="priming-{collection}", log_prints=True)
@@ -30,6 +30,7 @@ def priming(
     trials: int = 20,
     batch_settings: list[tuple[int, int]] | None = None,
     personalities: list[str] | None = None,
+    personality_set: str | None = None,
     seed: int = 42,
     run_name: str | None = None,
     frequency_penalty: float | None = None,
@@ -42,13 +43,14 @@ def priming(
 ) -> dict[str, Any]:
     """Judge HT and LT batches for every topic x trial x setting x personality; test, publish, plot.
 
-    personalities: codes; default ['default'], ['all'] for every condition. A run keeps its collection, model,
+    personalities: codes; default ['default'], ['all'] for every condition (of personality_set when one is named:
+    NAME, NAME@VERSION, builtin). A run keeps its collection, model,
     seed, prompt and request parameters; calling it again with other topics, trials, settings or personalities
     extends it and re-tests that scope. Stored answers are reused: no request is sent twice.
     """
     settings = settings or load_settings()
     layouts = check_batch_settings(batch_settings)
-    chosen = select_personalities(personality_codes(personalities), settings.personalities_dir)
+    chosen = choose_personalities(settings, personality_codes(personalities), personality_set)
     topic_ids = choose_topics(settings, collection, topics, min_per_level, limit_topics, layouts)
     pools = load_pools(settings, collection, topic_ids)
     planned = plan_batches(draw_trials(pools, trials, layouts, seed), [p.code for p in chosen])

@@ -471,3 +471,35 @@ def test_deleting_a_judge_run_deletes_what_was_built_on_it_and_says_so(capsys, s
         assert (
             rows(settings.warehouse, f"select {'evaluation_id' if table == 'evaluations' else 1} from {table}") == left
         )
+
+
+def test_pairwise_asks_under_a_stored_personality_set_as_judge_does(capsys, settings):
+    """Issue 29: three ways to choose personalities (only judge read a stored set) are one
+    (tasks/shared/personalities.py); pairwise and priming take --personality-set too."""
+    from flows.ingest import ingest
+
+    ingest(preset="sample", settings=settings)
+    with open_migrated(settings.warehouse) as con:
+        con.execute(
+            "insert into persona_sets (set_id, set_name, version, model, backend, params, status, created_at) "
+            "values ('s1', 'bset', 1, 'm', 'vllm', '{}', 'published', '2026-01-01')"
+        )
+        con.execute(
+            "insert into persona_set_builds (set_id, condition, round, personality, keywords, instruction, status, "
+            "built_at) values ('s1', 'HO', 1, 'bset-v1-HO', 'curious', 'You are the built HO persona.', 'ok', "
+            "'2026-01-01')"
+        )
+    with FakeOpenAI() as server:
+        result = run_cli(
+            capsys, "pairwise", "sample", "--warehouse", str(settings.warehouse), "--base-url", server.base_url,
+            "--model", "fake-model", "--pairs-per-topic", "1", "--personality-set", "bset",
+            "--personality", "bset-v1-HO",
+        )  # fmt: skip
+        contents = [str(r.body["messages"]) for r in server.chat_requests if "Passage" in str(r.body["messages"])]
+    assert contents and all("You are the built HO persona." in content for content in contents), result.err
+    assert rows(settings.warehouse, "select distinct personality from pairwise_answers") == [("bset-v1-HO",)]
+    unknown = run_cli(
+        capsys, "pairwise", "sample", "--warehouse", str(settings.warehouse), "--base-url", server.base_url,
+        "--model", "fake-model", "--personality-set", "bset", "--personality", "HO",
+    )  # fmt: skip
+    assert unknown.exit_code == 2 and "set bset has no personality HO; it has default, bset-v1-HO" in unknown.err

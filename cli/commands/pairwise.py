@@ -34,6 +34,11 @@ from tasks.ingest.sources import default_subset
     help="Pairs drawn per topic, spread over grade differences 0-3.",
 )
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
+@click.option(
+    "--personality-set",
+    help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
+    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the pair draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
@@ -51,6 +56,7 @@ def pairwise(
     prompts: tuple[str, ...],
     pairs_per_topic: int,
     personalities: tuple[str, ...],
+    personality_set: str | None,
     seed: int,
     run_name: str | None,
     retry_failed: bool,
@@ -67,6 +73,7 @@ def pairwise(
         peras pairwise sample --pairs-per-topic 2 --personality default
         peras pairwise dl19 --prompt all --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
         peras pairwise llmjudge --subset test --prompt tie --personality HA --run-name llmjudge-tie-HA
+        peras pairwise sample --personality-set mine    # a set built with `peras personas build mine`
     """
     from flows.pairwise import pairwise as pairwise_flow
 
@@ -81,6 +88,7 @@ def pairwise(
         collection=collection,
         subset=subset,
         personalities=list(personalities) or None,
+        personality_set=personality_set,
         prompts=chosen,
         pairs_per_topic=pairs_per_topic,
         seed=seed,

@@ -54,6 +54,11 @@ DEFAULT_COLLECTION = "dl19"
     help="Prologue and epilogue sizes (repeatable) [4,4 4,8 8,8].",
 )
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable), or all [default].")
+@click.option(
+    "--personality-set",
+    help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
+    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
@@ -84,6 +89,7 @@ def priming(
     trials: int,
     batch_settings: list[tuple[int, int]],
     personalities: tuple[str, ...],
+    personality_set: str | None,
     seed: int,
     run_name: str | None,
     frequency_penalty: float | None,
@@ -124,6 +130,7 @@ def priming(
         trials=trials,
         batch_settings=batch_settings or None,
         personalities=list(personalities) or None,
+        personality_set=personality_set,
         seed=seed,
         retry_failed=retry_failed,
         run_name=run_name,
