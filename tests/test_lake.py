@@ -407,3 +407,35 @@ def test_sql_reads_the_lake_and_no_other_file(lake, capsys):
     direct = run_cli(capsys, "sql", f"select count(*) as n from read_parquet('{files}')", "--format", "csv")
     assert (direct.exit_code, direct.out, direct.err) == (0, f"n\n{n_rows}\n", "")
     assert n_rows >= 200
+
+
+def test_two_processes_asking_one_run_on_a_lake_one_is_refused_and_nothing_is_copied(lake):
+    """Issue 36 item 3: two processes with one run name on one lake stored it twice (pairwise: 120 answer rows for 60
+    planned, published). The run's lease lives in the catalog: the second process is refused, the first completes
+    each item once (the toy stage of tests/toy_stage.py, declared like pairwise)."""
+    from support.fake_openai import Reply
+    from tests.test_stage_declaration import WORD, truthful
+
+    ingest(preset="sample", settings=lake)  # migrates the new lake
+    words = [f"w{'x' * i}" for i in range(20)]
+    refused = threading.Event()
+
+    def slow(request: dict) -> Reply:
+        if not WORD.search(str(request["messages"][-1]["content"])):
+            return Reply("ok")
+        return Reply(truthful(request), delay_s=0.0 if refused.is_set() else 3.0)
+
+    with FakeOpenAI(slow, models=[MODEL]) as server:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        command = [sys.executable, "-m", "tests.toy_stage", "-", server.base_url, *words]
+        first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 180
+        while not server.chat_requests and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        refused.set()
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode != 0 and "toy run 'toy' is being asked by another process" in second.stderr
+    assert query(lake, "select count(*), count(distinct word) from toy_answers") == [(20, 20)]
+    assert query(lake, "select status from toy_runs") == [("published",)]

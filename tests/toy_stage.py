@@ -130,9 +130,10 @@ def toy(
 
 
 def main() -> None:
-    """A toy run in a process of its own (to be killed): WAREHOUSE BASE_URL WORD..."""
+    """A toy run in a process of its own (to be killed): WAREHOUSE BASE_URL WORD... (WAREHOUSE '-': PERAS_WAREHOUSE)."""
     warehouse, base_url, *words = sys.argv[1:]
-    settings = load_settings(warehouse=Path(warehouse), base_urls=[base_url], model="fake-model", concurrency=1)
+    where = None if warehouse == "-" else Path(warehouse)
+    settings = load_settings(warehouse=where, base_urls=[base_url], model="fake-model", concurrency=1)
     toy(words, settings=settings)
 
 
