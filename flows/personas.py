@@ -28,6 +28,7 @@ from tasks.personas.build_sets import (
     choose_items,
     choose_set,
     finish_build,
+    has_candidates,
     plan_round,
     record_round,
     register_build,
@@ -77,6 +78,7 @@ def personas_build(
     items_per_domain: int = 12,
     chunk_size: int = 64,
     backend: str | None = None,
+    retry_failed: bool = False,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Build a named personality set (all ten conditions, or `conditions`) the study's way, checking each round.
@@ -99,7 +101,10 @@ def personas_build(
             if plan is None:
                 break
             with serving_endpoint(settings, backend) as endpoint:
-                ask_all(settings, endpoint, build, opaque(build_stage(config, build)), opaque(plan), chunk_size)
+                stage = opaque(build_stage(config, build))
+                ask_all(settings, endpoint, build, stage, opaque(plan), chunk_size, retry_failed)
+            if not has_candidates(settings, build):
+                continue  # no instruction was readable yet: nothing to check this round
             personas_check(
                 build.run_name, check_samples, check_temperature, seed, check_run_name(build, round_no),
                 backend=backend, items_per_domain=items_per_domain, settings=settings,

@@ -503,3 +503,34 @@ def test_pairwise_asks_under_a_stored_personality_set_as_judge_does(capsys, sett
         "--model", "fake-model", "--personality-set", "bset", "--personality", "HO",
     )  # fmt: skip
     assert unknown.exit_code == 2 and "set bset has no personality HO; it has default, bset-v1-HO" in unknown.err
+
+
+def test_a_build_whose_instructions_are_unreadable_says_why_and_resumes_with_retry_failed(capsys, settings):
+    """Issue 36 item 12: a build whose Step 2 answers were all unreadable ended `no personality set 'bset1@1' in
+    the warehouse`, and a rerun said the same. It now says what failed, and --retry-failed resumes it."""
+    from tests.test_persona_build import STEP_2, scripted
+
+    good = scripted(None)
+
+    def unreadable(request: dict[str, Any]) -> str | list[str]:
+        return "I would rather not." if STEP_2.match(request["messages"][-1]["content"]) else good(request)
+
+    def build(server: FakeOpenAI, *extra: str):
+        return run_cli(
+            capsys, "personas", "build", "bset1", "--condition", "HO", "--max-rounds", "1", "--check-samples", "2",
+            "--items-per-domain", "1", "--base-url", server.base_url, "--model", "fake-model",
+            "--warehouse", str(settings.warehouse), *extra,
+        )  # fmt: skip
+
+    with FakeOpenAI(unreadable) as server:
+        failed = build(server)
+    assert failed.exit_code != 0
+    assert "no personality set" not in failed.err
+    assert "set bset1@1 not published: no readable instruction for HO in 1 round(s) (HO round 1: parse_failure" in (
+        failed.err
+    )
+    assert "run the same build again with --retry-failed" in failed.err
+    with FakeOpenAI(good) as server:
+        resumed = build(server, "--retry-failed")
+    assert resumed.exit_code == 0, resumed.err
+    assert rows(settings.warehouse, "select set_name, version, status from persona_sets") == [("bset1", 1, "published")]

@@ -138,6 +138,8 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.option("--check-temperature", type=click.FloatRange(min=0, min_open=True), default=0.7, show_default=True,
               help="Temperature of the check's sampled answers.")  # fmt: skip
 @ITEMS_OPTION
+@click.option("--retry-failed", is_flag=True,
+              help="Ask again the steps this build stored as unreadable or refused (resume a failed build).")  # fmt: skip
 @endpoint_options
 @settings_options
 def build(
@@ -149,6 +151,7 @@ def build(
     check_samples: int,
     check_temperature: float,
     items_per_domain: int,
+    retry_failed: bool,
     backend: str | None,
 ) -> None:
     """Build the personality set NAME the study's way: keywords, then an instruction, per condition; check; repeat.
@@ -179,6 +182,7 @@ def build(
         check_temperature=check_temperature,
         items_per_domain=items_per_domain,
         backend=backend,
+        retry_failed=retry_failed,
         settings=settings,
     )
     print_build(summary)

@@ -139,18 +139,29 @@ def record_round(settings: Settings, build: RunIdentity, round_no: int) -> None:
 
 
 @task(cache_policy=NO_CACHE)
+def has_candidates(settings: Settings, build: RunIdentity) -> bool:
+    """Whether any condition of the build has a readable instruction yet (else there is no set to check)."""
+    with connect(settings.warehouse, read_only=True) as con:
+        return int(run_sql(con, "persona_sets/count_candidates", {"set_id": build.run_id}).fetchone()[0]) > 0
+
+
+@task(cache_policy=NO_CACHE)
 def finish_build(settings: Settings, build: RunIdentity, config: BuildConfig) -> dict[str, Any]:
     """Publish the set when every condition has an instruction (faithful or not); its summary per condition."""
     with open_migrated(settings.warehouse) as con:
         rows = query_frame(con, "persona_sets/select_summary", {"set_id": build.run_id}).to_dicts()
         missing = sorted(set(config.conditions) - {row["condition"] for row in rows})
+        params = {"set_id": build.run_id, "conditions": missing}
+        failures = run_sql(con, "persona_sets/select_build_failures", params).fetchall() if missing else []
+        why = "; ".join(f"{c} round {r}: {status} ({reason})" for c, r, status, reason in failures)
         if not missing:
             status = {"run_id": build.run_id, "status": "published", "status_reason": None, "finished_at": now()}
             run_sql(con, "persona_sets/set_run_status", status)
     if missing:
         raise CheckFailed(
             f"set {build.run_name} not published: no readable instruction for {', '.join(missing)} in "
-            f"{config.max_rounds} round(s); see persona_set_builds.reason (raise --max-rounds or use another model)"
+            f"{config.max_rounds} round(s) ({why}); run the same build again with --retry-failed to ask those "
+            "again, or raise --max-rounds or use another model"
         )
     order = {code: index for index, code in enumerate(CONDITIONS)}
     conditions = sorted(rows, key=lambda row: order[row["condition"]])
