@@ -139,7 +139,7 @@ def print_summary(summary: dict[str, Any]) -> None:
               help="Temperature of the check's sampled answers.")  # fmt: skip
 @ITEMS_OPTION
 @click.option("--retry-failed", is_flag=True,
-              help="Ask again the steps this build stored as unreadable or refused (resume a failed build).")  # fmt: skip
+              help="Ask again the steps stored as unreadable or refused (resume a failed build).")  # fmt: skip
 @endpoint_options
 @settings_options
 def build(
