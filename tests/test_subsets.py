@@ -56,8 +56,8 @@ def test_the_preset_ships_those_topics_and_counts():
     assert set(spec["published_topics"]) == {f"q{n}" for n in (3, 5, 6, 7, 8, 10, 11, 12, 17, 18, 23, 24)} | {
         f"q{n}" for n in (26, 27, 28, 29, 39, 40, 41, 44, 47)
     }
-    # LLMJudge's is the only subset with its counts; DL19's one of three (chosen); DL20/DL21 have tens of thousands.
-    assert [name for name, s in presets().items() if "published_topics" in s] == ["dl19", "llmjudge"]
+    # LLMJudge's is the only subset with its counts; DL19's one of three, DL20's one of 76,675 (chosen by the rule).
+    assert [name for name, s in presets().items() if "published_topics" in s] == ["dl19", "dl20", "llmjudge"]
 
 
 # The three DL19 subsets of 22 topics with Table 4's 2,314 / 707 / 760 / 360 (scripts/search_published_subsets.py
@@ -70,6 +70,21 @@ DL19_EXACT = [
     "1037798 1103812 1106007 1112341 1113437 1114646 1117099 1121402 1133167 131843 156493 207786 359349 405717 "
     "443396 451602 47923 490595 833860 87181 915593 962179",
 ]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("collection", "path"), [("dl19", "dl19/2019qrels-pass.txt"), ("dl20", "dl20/2020qrels-pass.txt")]
+)
+def test_shipped_published_subsets_give_table_4_exactly(shared_data, collection, path):
+    # Topic count and pairs at every level, on the real qrels (ingest checks the levels again on every load).
+    spec = presets()[collection]
+    counts: dict[str, list[int]] = {}
+    for qrel in read_qrels(shared_data / path).qrels:
+        counts.setdefault(qrel.query_id, [0, 0, 0, 0])[qrel.relevance] += 1
+    topics = spec["published_topics"]
+    assert [len(topics), *(sum(counts[t][k] for t in topics) for k in range(4))] == spec["table4"]
+    assert spec["published_levels"] == spec["table4"][1:]
 
 
 @pytest.mark.integration
@@ -99,7 +114,7 @@ def test_dl19_published_is_table_4_and_the_choice_rule_picks_it(shared_data):
     [
         ("llmjudge", "published"),  # Experiment 1, the study's own topics
         ("dl19", "published"),  # Experiment 1, one of the three subsets with Table 4's counts
-        ("dl20", "balanced"),  # Experiment 1, idem
+        ("dl20", "published"),  # Experiment 1, one of 76,675 subsets with Table 4's counts
         ("dl21", "balanced"),  # Experiment 2, idem
         ("sample", None),  # judged whole, as before
         ("mycollection", None),  # user files: judged whole
