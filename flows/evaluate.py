@@ -69,8 +69,11 @@ def evaluate(
     confidence_method: str | None = None,
     measures: list[str] | None = None,
     settings: Settings | None = None,
+    missing_topics: str = "skip",
 ) -> dict[str, Any]:
     """Score the systems under the human qrels and (qrels a run name, or 'filled' with run) the LLM's; compare.
+
+    missing_topics: 'skip' (trec_eval's default) or 'zero' (trec_eval -c) for qrels topics a run lacks.
 
     With a judge run and no personality or aggregate, every personality gets its own qrels set: which one ranks the
     systems most like the humans' is the agreement table's order.
@@ -81,11 +84,11 @@ def evaluate(
     runs = read_run_files(run_files)
     labels = load_run_labels(settings, run, cot, confidence_method) if run else None
     sets = qrels_sets(human, check_collection(labels, collection) if labels else None, qrels, personality, aggregate)
-    scores = score_under(runs, sets, chosen)
+    scores = score_under(runs, sets, chosen, missing_topics)
     evaluation = make_evaluation(collection, qrels, labels, chosen, runs, scores, rank_agreement(scores))
     evaluation_id = store_evaluation(settings, evaluation)
     publish_analyst_snapshot(settings)
-    return summarize_evaluation(evaluation_id, evaluation)
+    return summarize_evaluation(evaluation_id, evaluation, missing_topics)
 
 
 @flow(name="build-runs", flow_run_name="build-runs-{collection}", log_prints=True)

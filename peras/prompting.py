@@ -44,6 +44,7 @@ PROMPT_NAMES = (
     "self_nocot",
     "self_cot",
     "self_pairwise",
+    "mp_logp_pairwise",
     "certainty_nocot",
     "certainty_cot",
     "bfi2_item",

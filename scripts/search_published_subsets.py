@@ -6,6 +6,11 @@ one subset; a no-good cut (the sum of x_t over its topics <= topics - 1) exclude
 until it finds none or --max-solutions are found (2 is enough to tell zero, one and several apart). When there is
 none, the closest subset (same topic count, least summed absolute level-count deviation) is reported.
 
+--choose picks one exact subset by the rule docs/subsets.md states for shipping `published` where several exist:
+fewest topics outside the study's stated rule (<= ten judged pairs or a level missing), then most topics in common
+with the `balanced` subset (the stated rule made deterministic), then the first in sorted order. An integer program
+with that objective finds the best value; every subset with it is then enumerated (no-good cuts) and the first taken.
+
 --count enumerates every exact subset by meet-in-the-middle (all subset sums of each half of the topics, matched
 on the packed level counts): an independent check of the solver and the number of subsets. It needs a few GB
 and a few minutes on DL20/DL21. --eligible-only searches only the topics the study's stated rule admits (more
@@ -16,6 +21,7 @@ ships: `published_topics` in peras/presets.toml for a collection with exactly on
 
     .venv/bin/python scripts/search_published_subsets.py                  # all four, milp, stop at 2
     .venv/bin/python scripts/search_published_subsets.py dl19 --max-solutions 0 --count
+    .venv/bin/python scripts/search_published_subsets.py dl19 dl20 dl21 --choose --max-solutions 1
 """
 
 from __future__ import annotations
@@ -29,12 +35,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 from scipy.optimize import Bounds, LinearConstraint, milp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from peras.settings import load_settings  # noqa: E402
 from tasks.ingest.sources import preset_source  # noqa: E402
+from tasks.ingest.subsets import rank_balanced_topics  # noqa: E402
 from tasks.shared.readers import read_qrels  # noqa: E402
 
 # Table 4 of the study: topics and judged pairs at levels 0 / 1 / 2 / 3 (pairs = their sum).
@@ -45,6 +53,7 @@ PUBLISHED: dict[str, tuple[str, int, tuple[int, int, int, int]]] = {
     "dl20": ("test", 25, (3756, 761, 328, 368)),
     "dl21": ("test", 21, (1709, 1198, 922, 475)),
 }
+CHOICE_TIES_LIMIT = 20  # --choose enumerates at most this many subsets sharing the best value
 MIN_PAIRS = 10  # the study's rule: more than ten judged pairs (and all four levels)
 FIELD_BITS = (6, 12, 12, 11, 10)  # packed (topics, n0, n1, n2, n3): room for twice each target, no carries
 
@@ -60,6 +69,8 @@ class Search:
     seconds: list[float] = field(default_factory=list)  # per milp solve, the last one the proof (if complete)
     count: int | None = None  # every exact subset, by meet-in-the-middle (--count)
     closest: list[str] | None = None  # only when no exact subset exists
+    chosen: list[str] | None = None  # --choose: the exact subset the choice rule picks
+    chosen_ties: int = 0  # --choose: how many exact subsets share the best (outside, overlap) value
 
 
 def topic_level_counts(collection: str, qrels_set: str, eligible_only: bool = False) -> dict[str, list[int]]:
@@ -74,14 +85,23 @@ def topic_level_counts(collection: str, qrels_set: str, eligible_only: bool = Fa
     return dict(sorted(counts.items()))
 
 
-def solve_exact(counts: np.ndarray, n_topics: int, target: np.ndarray, cuts: list[np.ndarray]) -> np.ndarray | None:
-    """One 0/1 vector with n_topics topics and the target level counts, avoiding every cut subset; None if none."""
+def solve_exact(
+    counts: np.ndarray,
+    n_topics: int,
+    target: np.ndarray,
+    cuts: list[np.ndarray],
+    cost: np.ndarray | None = None,
+    at_cost: float | None = None,
+) -> np.ndarray | None:
+    """One 0/1 vector with n_topics topics and the target level counts, avoiding every cut subset; None if none.
+    With `cost`, the cheapest such vector; with `at_cost` too, one whose cost is exactly that."""
     n = counts.shape[0]
-    rows = [np.ones(n), *counts.T, *cuts]
-    lower = [n_topics, *target, *(-np.inf for _ in cuts)]
-    upper = [n_topics, *target, *(cut.sum() - 1 for cut in cuts)]
+    fixed = [] if cost is None or at_cost is None else [cost]
+    rows = [np.ones(n), *counts.T, *cuts, *fixed]
+    lower = [n_topics, *target, *(-np.inf for _ in cuts), *(at_cost for _ in fixed)]
+    upper = [n_topics, *target, *(cut.sum() - 1 for cut in cuts), *(at_cost for _ in fixed)]
     result = milp(
-        c=np.zeros(n),
+        c=np.zeros(n) if cost is None else cost,
         constraints=LinearConstraint(np.array(rows), lower, upper),
         integrality=np.ones(n),
         bounds=Bounds(0, 1),
@@ -114,6 +134,29 @@ def solve_closest(counts: np.ndarray, n_topics: int, target: np.ndarray) -> np.n
     return np.round(result.x[:n]).astype(int)
 
 
+def choose(found: Search, n_topics: int, levels: tuple[int, ...], limit: int) -> None:
+    """The choice rule (module doc): the best (outside, overlap) value by milp, then every subset with it, first."""
+    ids = list(found.topics)
+    counts = np.array([found.topics[t] for t in ids])
+    frame = {"query_id": [t for t in ids for k in range(4) for _ in range(found.topics[t][k])]}
+    frame["relevance"] = [k for t in ids for k in range(4) for _ in range(found.topics[t][k])]
+    balanced = set(rank_balanced_topics(pl.DataFrame(frame), n_topics)["query_id"])
+    outside = np.array([sum(c) <= MIN_PAIRS or min(c) == 0 for c in counts], float)
+    cost = (len(ids) + 1) * outside - np.array([t in balanced for t in ids], float)  # outside first, then overlap
+    best = solve_exact(counts, n_topics, np.array(levels), [], cost)
+    if best is None:
+        return
+    at_cost = float(cost @ best)
+    ties: list[list[str]] = []
+    cuts: list[np.ndarray] = []
+    x: np.ndarray | None = best
+    while x is not None and len(ties) < limit:
+        ties.append(sorted(t for t, chosen in zip(ids, x, strict=True) if chosen))
+        cuts.append(x.astype(float))
+        x = solve_exact(counts, n_topics, np.array(levels), cuts, cost, at_cost)
+    found.chosen, found.chosen_ties = min(ties), len(ties)
+
+
 def pack(vectors: np.ndarray) -> np.ndarray:
     """(topics, n0, n1, n2, n3) rows as one int64 each; sums of two rows within the targets never carry."""
     offsets = np.cumsum((0, *FIELD_BITS[:-1]))
@@ -139,7 +182,9 @@ def count_exact(counts: np.ndarray, n_topics: int, target: np.ndarray) -> int:
     return int((np.searchsorted(left, need, "right") - np.searchsorted(left, need, "left")).sum())
 
 
-def search(collection: str, max_solutions: int, with_count: bool, eligible_only: bool) -> Search:
+def search(
+    collection: str, max_solutions: int, with_count: bool, eligible_only: bool, with_choice: bool = False
+) -> Search:
     """Enumerate exact subsets with no-good cuts; count them all (--count); the closest one when there is none."""
     qrels_set, n_topics, levels = PUBLISHED[collection]
     found = Search(collection, topic_level_counts(collection, qrels_set, eligible_only))
@@ -160,6 +205,8 @@ def search(collection: str, max_solutions: int, with_count: bool, eligible_only:
         cuts.append(x.astype(float))
     if with_count:
         found.count = count_exact(counts, n_topics, target)
+    if with_choice and found.exact:
+        choose(found, n_topics, levels, CHOICE_TIES_LIMIT)
     if not found.exact:
         x = solve_closest(counts, n_topics, target)
         found.closest = sorted(t for t, chosen in zip(ids, x, strict=True) if chosen)
@@ -188,6 +235,12 @@ def describe(found: Search) -> dict[str, Any]:
     }
     if found.count is not None:
         out["count_all_exact"] = found.count
+    if found.chosen is not None:
+        out["chosen"] = {
+            "topics": found.chosen,
+            "outside_stated_rule": outside_rule(found, found.chosen),
+            "subsets_with_the_best_value": found.chosen_ties,
+        }
     if found.closest is not None:
         got = levels_of(found, found.closest)
         deviation = [g - w for g, w in zip(got, levels, strict=True)]
@@ -212,13 +265,14 @@ def main() -> None:
     parser.add_argument("--max-solutions", type=int, default=2, help="stop after this many; 0 = all [2]")
     parser.add_argument("--count", action="store_true", help="also count every exact subset (meet-in-the-middle)")
     parser.add_argument("--eligible-only", action="store_true", help="only topics with > 10 pairs, all 4 levels")
+    parser.add_argument("--choose", action="store_true", help="also pick one exact subset by the choice rule")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     args = parser.parse_args()
     unknown = sorted(set(args.collections) - set(PUBLISHED))
     if unknown:
         parser.error(f"unknown collection(s) {', '.join(unknown)}; choose from {', '.join(PUBLISHED)}")
     for collection in args.collections or PUBLISHED:
-        result = describe(search(collection, args.max_solutions, args.count, args.eligible_only))
+        result = describe(search(collection, args.max_solutions, args.count, args.eligible_only, args.choose))
         if args.json:
             print(json.dumps(result), flush=True)
             continue
@@ -234,6 +288,13 @@ def main() -> None:
             print(f"    {' '.join(subset['topics'])}" + (f"  (outside the rule: {' '.join(outside)})" * bool(outside)))
         if "count_all_exact" in result:
             print(f"  every exact subset (meet-in-the-middle): {result['count_all_exact']}")
+        if "chosen" in result:
+            chosen = result["chosen"]
+            print(
+                f"  chosen ({chosen['subsets_with_the_best_value']} with the best value, enumeration stops at "
+                f"{CHOICE_TIES_LIMIT}; outside the rule: "
+                f"{' '.join(chosen['outside_stated_rule'])}):\n    {' '.join(chosen['topics'])}"
+            )
         if "closest" in result:
             closest = result["closest"]
             print(

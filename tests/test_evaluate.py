@@ -153,6 +153,11 @@ def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp
         assert human[system] == ir_measures.calc_aggregate([ndcg], qrels, scored)[ndcg]
     assert human["perfect"] == 1.0
     assert human["perfect"] > human["middling"] > human["reversed"]
+    assert summary["conventions"] == {
+        "missing_topics": "skip",
+        "missing": "topics the run lacks are left out of the mean (trec_eval's default)",
+        "ties": "ties broken by doc id descending for every measure (trec_eval's order)",
+    }
     agreement = [(r["qrels_name"], r["measure"], r["kendall_tau"], r["tau_ap"]) for r in summary["agreement"]]
     assert agreement == [
         ("default", "P(rel=2)@3", 1.0, 1.0), ("HA", "P(rel=2)@3", -1.0, -1.0),
@@ -163,6 +168,13 @@ def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp
     assert stored(judged, "select count(*) from system_scores") == [
         (3 * 3 * 2 * 6,)
     ]  # qrels x systems x measures x (5 topics + all)
+    # the table says which conventions applied
+    table = cli(capsys, judged, "evaluate", str(runs), "--collection", "sample", "--missing-topics", "zero")
+    assert table.exit_code == 0, table.err
+    assert table.out.splitlines()[-1] == (
+        "Scores: topics the run lacks score 0 in the mean (trec_eval -c); "
+        "ties broken by doc id descending for every measure (trec_eval's order)."
+    )
     report = cli(capsys, judged, "report", "--output", str(tmp_path / "report"))
     assert report.exit_code == 0, report.err
     html = (tmp_path / "report" / "report.html").read_text()

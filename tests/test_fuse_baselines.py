@@ -56,6 +56,10 @@ def test_majority_baseline(labels, confidences, expected):
         ([0, 0, 3], [50, 50, 100], (3, 50.0)),
         # nobody carries weight: tied everywhere, the lower label, no confidence
         ([1, 2], [0, 0], (1, math.nan)),
+        # 1.1 + 2.2 ties 3.3 (in floats 3.3000000000000003 > 3.3): the tie goes to level 1's more confident voter
+        ([0, 0, 1], [1.1, 2.2, 3.3], (1, 50.0)),
+        # a real difference, however small, is no tie
+        ([0, 0, 1], [1.1, 2.2, 3.2999], (0, 100 * 3.3 / 6.5999)),
     ],
 )
 def test_confidence_baseline(labels, confidences, expected):
@@ -69,6 +73,8 @@ def test_confidence_baseline(labels, confidences, expected):
         ([0, 0, 3], [30, 30, 100], (0, 100 * 2 * math.sqrt(30) / (2 * math.sqrt(30) + 10))),
         # sqrt(25) + sqrt(25) = 10 ties sqrt(100): the maximum confidence (100) breaks it
         ([0, 0, 1], [25, 25, 100], (1, 50.0)),
+        # sqrt(2) + sqrt(8) = sqrt(18) (in floats 4.242640687119286 > 4.242640687119285): level 1's 18 breaks it
+        ([0, 0, 1], [2, 8, 18], (1, 50.0)),
     ],
 )
 def test_sqrt_confidence_baseline(labels, confidences, expected):

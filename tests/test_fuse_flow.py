@@ -28,8 +28,8 @@ from tests.test_pairwise_flow import rows
 pytestmark = pytest.mark.integration
 
 SAMPLE = PROJECT_ROOT / "peras" / "data" / "sample"
-PASSAGE = re.compile(r"\nPassage: (.*?)\n(?:Split this problem|JSON Outputs:)", re.S)
-OUTPUT = re.compile(r"^JSON Output (\d+): (.*)$", re.M)
+PASSAGE = re.compile(r"\nPassage: (.*?)\n(?:Split this problem|- \*\*JSON Outputs\*\*:)", re.S)
+OUTPUT = re.compile(r"^  - JSON Output (\d+): (.*)$", re.M)
 FUSER = "You are a helpful assistant tasked with combining multiple model responses"
 
 

@@ -4,6 +4,8 @@ and a template file that drifts refused on load."""
 from __future__ import annotations
 
 import json
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -12,37 +14,47 @@ from peras.paths import PROMPTS_DIR
 from peras.prompting import CANONICAL_ORDER, load_prompt
 from tasks.fuse.asking import shuffled_judges
 from tasks.fuse.prompt import build_fuser_messages, judge_output, read_fuser_prompt
+from tests.paper_text import apply_changes, changes_table, excerpt, normalise
 
 pytestmark = pytest.mark.core
 
-STUDY = (
-    "You are a helpful assistant tasked with combining multiple model responses",
-    "1. Check JSON Outputs: Look at each selected relevance, confidence_score and explanation. Note the "
-    "confidence_score, but focus on the quality of the explanation and whether it follows the rules.",
-    "4. Explain: Give a short explanation of your selection, mentioning where the models agree and where they differ.",
-    '"confidence_score": number(0-100),',
-    "Your response must be in the JSON format as shown above. Do not output ANYTHING else. "
-    "Do not provide the % symbol.",
-)
+DOC = Path(__file__).resolve().parents[1] / "docs" / "fuse.md"
+
+
+def test_the_prompt_is_the_papers_a4_with_the_documented_changes():
+    # The overconfidence paper's appendix A.4 with exactly docs/fuse.md's changes made is the prompt file's text.
+    paper = excerpt(
+        "overconfidence", "You are a helpful assistant tasked with combining", "}", after="##### LLM-AS-A-FUSER"
+    )
+    changes = changes_table(DOC, "## The fuser prompt")
+    assert len(changes) == 13
+    template = tomllib.loads((PROMPTS_DIR / "fuser.toml").read_text())["template"]
+    assert apply_changes(paper, changes) == normalise(template)
 
 
 def test_eleven_judges_render_as_numbered_json_outputs_with_the_study_wording():
     outputs = [judge_output(i % 4, 50.0 + i, f"judge {code} explains", None) for i, code in enumerate(CANONICAL_ORDER)]
     [message] = build_fuser_messages("what is a cat", "A cat is a small feline.", outputs)
     text = message["content"]
-    assert message["role"] == "user" and text.startswith(STUDY[0])
-    assert all(part in text for part in STUDY)
-    shown = [line for line in text.splitlines() if line.startswith("JSON Output ")]
-    assert shown == [f"JSON Output {i}: {output}" for i, output in enumerate(outputs, start=1)]
+    assert message["role"] == "user"
+    assert text.startswith("You are a helpful assistant tasked with combining multiple model responses to select the")
+    shown = [line for line in text.splitlines() if line.startswith("  - JSON Output ")]
+    assert shown == [f"  - JSON Output {i}: {output}" for i, output in enumerate(outputs, start=1)]
     assert json.loads(shown[10].split(": ", 1)[1]) == {
         "relevance": 2,
         "confidence_score": 60,
         "explanation": "judge LO explains",
     }
-    assert "Query: what is a cat\nPassage: A cat is a small feline.\nJSON Outputs:\nJSON Output 1: " in text
-    # the rules are the judges' own rubric, word for word
-    rubric = load_prompt("label_cot").template.split("\nQuery:")[0].split("meanings:\n", 1)[1]
-    assert rubric in text
+    # the loop's block tags leave no lines of their own
+    assert "Query: what is a cat\nPassage: A cat is a small feline.\n- **JSON Outputs**:\n  - JSON Output 1: " in text
+    assert f"{outputs[-1]}\n\n**Steps:**\n" in text
+    # the rules are the judges' own rubric, word for word, as the instruction
+    rubric = load_prompt("label_cot").template.split("\nQuery:")[0]
+    assert f"- **Instruction**: {rubric}\nQuery: what is a cat\n" in text
+    assert text.endswith(
+        '"explanation": "Why you chose this relevance score, referencing JSON explanations, '
+        'confidence scores, and evaluation rules."\n}\n```'
+    )
 
 
 @pytest.mark.parametrize(
@@ -77,7 +89,7 @@ def test_the_shuffle_is_a_seeded_permutation_per_pair():
         # a variable nobody declared
         (("Passage: {{ passage }}", "Passage: {{ passage }} {{ title }}"), "template variables"),
         # broken Jinja
-        (("{%- endfor %}", "{%- endfor"), "not valid Jinja"),
+        (("{% endfor %}", "{% endfor"), "not valid Jinja"),
     ],
 )
 def test_a_drifted_template_is_refused(tmp_path, change, message):

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from peras.llm.pairwise_parsing import Verdict, parse_certainty_verdict, parse_self_verdict, parse_tie_verdict
-from peras.prompting import build_pairwise_messages, load_personalities
+from peras.prompting import build_pairwise_messages, load_personalities, load_prompt
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs, draw_topic, stratum_quotas
+from tests.paper_text import apply_changes, changes_table, excerpt, normalise
 
-# The study's skeleton, verbatim but for the section titles ("Assistant A's Answer" -> "Passage A").
+# The paper's skeleton without its [User Profile] block, the section titles naming passages (docs/pairwise.md).
 SKELETON = """[User Question]
 what is a q{x}?
 
@@ -25,18 +27,17 @@ passage two}
 [Answer]
 [["""
 
-CERTAINTY_HEAD = """Please act as an impartial judge and evaluate the relevance of the two passages displayed below to the user question. You should choose the passage that better addresses the information need expressed in the question. Avoid any position biases and ensure that the order in which the passages were presented does not influence your decision. Do not allow the length of the passages to influence your evaluation. Be as objective as possible. Output your final verdict by strictly following this format: "[[A]]" if passage A is better, "[[B]]" if passage B is better.
-Then rate your certainty in your verdict from 1 to 100, using these bands:
-1–20 (**Uncertain**): The query and passages provide insufficient or minimal evidence. The decision is largely based on weak or indirect hints.
+CERTAINTY_HEAD = """Given the query provided below, select the passage A or B that is more relevant to the query. Declare your choice by using the format: "[[A]]" if you believe passage A is more suitable, or "[[B]]" if passage B is better suited. Additionally, assess your confidence in this decision by assigning a certainty level from 1 to 100. Use the following guidelines to assign the certainty level:
+1–20 (**Uncertain**): The query provides insufficient or minimal evidence. The decision is largely based on weak or indirect hints.
 21–40 (**Moderately Confident**): There is noticeable evidence supporting a preference, though it is not comprehensive, and other interpretations are possible.
 41–60 (**Quite Confident**): You find clear and convincing evidence that supports your prediction, though it is not entirely decisive.
-61–80 (**Confident**): The query and passages contain strong evidence that clearly supports your prediction, with very little ambiguity.
-81–100 (**Highly Confident**): The query and passages provide direct and explicit evidence that decisively supports your prediction.
+61–80 (**Confident**): The query contains strong evidence that clearly supports your prediction, with very little ambiguity.
+81–100 (**Highly Confident**): The query provides direct and explicit evidence that decisively supports your prediction.
 Ensure you enclose your chosen certainty level in double brackets, like so: [[X]].
 
 """  # noqa: E501
 
-TIE_HEAD = """Please act as an impartial judge and evaluate the relevance of the two passages displayed below to the user question. You should choose the passage that better addresses the information need expressed in the question. Avoid any position biases and ensure that the order in which the passages were presented does not influence your decision. Do not allow the length of the passages to influence your evaluation. Be as objective as possible. Output your final verdict by strictly following this format: "[[A]]" if passage A is better, "[[B]]" if passage B is better, and "[[C]]" for a tie.
+TIE_HEAD = """Given the query provided below, select the passage A or B that is more relevant to the query. Declare your choice by using the format: "[[A]]" if you believe passage A is more suitable, "[[B]]" if passage B is better suited, or "[[C]]" for a tie.
 
 """  # noqa: E501
 
@@ -56,6 +57,36 @@ passage one
 # Output (b):
 passage two}
 Your response must be in the JSON format as shown above. Do not output ANYTHING else. Do not provide the % symbol."""  # noqa: E501
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "pairwise.md"
+# The personalized-judge paper's Figure 4 (without tie) and Figure 5 (with tie), appendix A.7.
+FIGURES = {
+    "pairwise_certainty": ("`certainty` (", ""),
+    "pairwise_tie": ("`tie` (", "Prompt for PRISM (with tie)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_prompt_is_the_papers_figure_with_the_documented_changes(name):
+    # The paper's text with exactly docs/pairwise.md's changed lines made is the prompt file's text, word for word.
+    heading, after = FIGURES[name]
+    figure = excerpt("personalized-judge", "Given the user profile provided below", "[[", after=after)
+    changes = changes_table(DOC, heading)
+    assert apply_changes(figure, changes) == normalise(load_prompt(name).template)
+    # Every line the table does not name is the paper's unchanged: the prompt has as many lines as the figure less
+    # the two of the removed profile block.
+    figure_lines = [line for line in figure.splitlines() if line.strip()]
+    prompt_lines = [line for line in load_prompt(name).template.splitlines() if line.strip()]
+    assert len(prompt_lines) == len(figure_lines) - 2
+    assert len(figure_lines) == {"pairwise_certainty": 19, "pairwise_tie": 13}[name]
+
+
+def test_changes_table_refuses_a_phrase_the_paper_lacks():
+    # A stale row (wording the paper does not contain) fails rather than being skipped.
+    figure = excerpt("personalized-judge", "Given the user profile provided below", "[[")
+    with pytest.raises(AssertionError, match="0 copies"):
+        apply_changes(figure, [("Please act as an impartial judge", "anything")])
 
 
 def personality(code: str):

@@ -37,10 +37,12 @@ def texts_shown(content: str) -> tuple[str, str]:
 
 def biased(request: dict) -> str:
     """A third of the answers choose A whatever is shown; the rest the truth, or a coin on ties where no tie is
-    offered; confidences spread over the whole scale (1-100 for certainty, 0-100 for self)."""
+    offered; confidences spread over the whole scale (1-100 for certainty, 0-100 for self). The draws hash what is
+    shown (the prompt kind and the two passages in their order), not the prompt's wording, so rewording a prompt
+    leaves the judge's answers as they were."""
     content = request["messages"][-1]["content"]
     prompt, grade_a, grade_b = shown(content)
-    h = zlib.crc32(content.encode())
+    h = zlib.crc32("\x00".join((prompt, *texts_shown(content))).encode())
     if h % 3 == 0:
         choice = "A"
     elif grade_a == grade_b:
@@ -152,7 +154,7 @@ def test_views_match_numpy_and_a_position_bias_shows(sample, capsys):
             assert value == pytest.approx(expected[name], abs=1e-12), (prompt, name)
     # The bias shows: far more A choices than the unbiased 0.5, and orders that disagree.
     share_a = {prompt: values[2] for prompt, *values in measured}
-    assert all(share >= 0.55 for share in share_a.values())  # about 1/3 + 2/3 x 1/2, ties aside
+    assert all(share >= 0.55 for share in share_a.values()), share_a  # about 1/3 + 2/3 x 1/2, ties aside
     assert all(values[3] < 0.9 for _, *values in measured)
 
     calibration = query(
@@ -170,14 +172,19 @@ def test_views_match_numpy_and_a_position_bias_shows(sample, capsys):
 
     histogram = query(
         sample.warehouse,
-        "select prompt, bin_low, n_correct, n_wrong from pairwise_certainty_histogram order by all",
+        "select certainty_range, prompt, bin_low, n_correct, n_wrong from pairwise_certainty_histogram order by all",
     )
     expected_histogram = defaultdict(lambda: [0, 0])
     for r in rows:
         if r["truth"] != "C" and r["confidence"] is not None:
-            key = (r["prompt"], int(10 * min(r["confidence"] // 10, 9)))
-            expected_histogram[key][0 if r["choice"] == r["truth"] else 1] += 1
+            correct = 0 if r["choice"] == r["truth"] else 1
+            expected_histogram[("all", r["prompt"], int(10 * min(r["confidence"] // 10, 9)))][correct] += 1
+            # the paper's Figure 2: certainties outside 40-90 moved to its ends
+            expected_histogram[("40-90", r["prompt"], int(10 * (min(max(r["confidence"], 40), 90) // 10)))][
+                correct
+            ] += 1
     assert histogram == sorted((*key, *counts) for key, counts in expected_histogram.items())
+    assert {b for (r, _, b) in expected_histogram if r == "40-90"} <= {40, 50, 60, 70, 80, 90}
 
 
 def test_a_position_free_judge_is_consistent_and_balanced(sample, capsys):

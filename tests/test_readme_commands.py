@@ -117,13 +117,18 @@ def check(workspace: Workspace, command: str, result: CliResult) -> None:
     out = result.out
     lines = out.splitlines()
     if command.startswith("peras ingest dl19"):
-        assert out == "dl19: 9,260 judged pairs, 43 queries, 9,139 passages; balanced subset 22 topics / 5,268 pairs\n"
+        assert out == (
+            "dl19: 9,260 judged pairs, 43 queries, 9,139 passages; balanced subset 22 topics / 5,268 pairs; "
+            "published subset 22 topics / 4,141 pairs\n"
+        )
     elif command == "peras ingest sample":
         assert out == "sample: 40 judged pairs, 5 queries, 40 passages; balanced subset 5 topics / 40 pairs\n"
     elif command.startswith("peras subsets dl19"):
         assert out == (
-            "collection  subset    topics  pairs  rel 0  rel 1  rel 2  rel 3\n"
-            "dl19        balanced      22  5,268  2,624    921  1,089    634\n"
+            "collection  subset     topics  pairs  rel 0  rel 1  rel 2  rel 3\n"
+            "dl19        balanced       22  5,268  2,624    921  1,089    634\n"
+            "dl19        published      22  4,141  2,314    707    760    360\n"
+            "dl19        (Table 4)      22  4,141  2,314    707    760    360\n"
         )
     elif command.startswith("peras judge dl19"):
         # 3 pairs x 11 personalities x 2 CoT settings, each a label and a confidence request (some identical)

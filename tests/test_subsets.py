@@ -1,4 +1,5 @@
-"""Topic subsets: the study's own LLMJudge topics are the only ones with its counts; ingest checks and stores them."""
+"""Topic subsets: the study's own LLMJudge topics are the only ones with its counts, DL19's one of three; ingest
+checks and stores them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from peras.errors import CheckFailed
 from tasks.ingest.sources import _preset_problem, default_subset, presets
-from tasks.ingest.subsets import published_topics
+from tasks.ingest.subsets import published_topics, rank_balanced_topics
 from tasks.shared.readers import read_qrels
 from tests.helpers import run_cli
 
@@ -55,16 +56,65 @@ def test_the_preset_ships_those_topics_and_counts():
     assert set(spec["published_topics"]) == {f"q{n}" for n in (3, 5, 6, 7, 8, 10, 11, 12, 17, 18, 23, 24)} | {
         f"q{n}" for n in (26, 27, 28, 29, 39, 40, 41, 44, 47)
     }
-    # Only LLMJudge has a unique published subset; the search finds 3 for DL19 and thousands for DL20/DL21.
-    assert [name for name, s in presets().items() if "published_topics" in s] == ["llmjudge"]
+    # LLMJudge's is the only subset with its counts; DL19's one of three, DL20's one of 76,675 (chosen by the rule).
+    assert [name for name, s in presets().items() if "published_topics" in s] == ["dl19", "dl20", "llmjudge"]
+
+
+# The three DL19 subsets of 22 topics with Table 4's 2,314 / 707 / 760 / 360 (scripts/search_published_subsets.py
+# finds these and proves there is no fourth; docs/subsets.md lists them).
+DL19_EXACT = [
+    "104861 1103812 1106007 1110199 1112341 1113437 1115776 1117099 1121402 1133167 130510 131843 146187 359349 "
+    "443396 451602 47923 490595 87181 87452 915593 962179",
+    "104861 1112341 1117099 1121709 1124210 1129237 130510 131843 146187 148538 156493 19335 359349 443396 451602 "
+    "47923 490595 527433 833860 87181 87452 915593",
+    "1037798 1103812 1106007 1112341 1113437 1114646 1117099 1121402 1133167 131843 156493 207786 359349 405717 "
+    "443396 451602 47923 490595 833860 87181 915593 962179",
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("collection", "path"), [("dl19", "dl19/2019qrels-pass.txt"), ("dl20", "dl20/2020qrels-pass.txt")]
+)
+def test_shipped_published_subsets_give_table_4_exactly(shared_data, collection, path):
+    # Topic count and pairs at every level, on the real qrels (ingest checks the levels again on every load).
+    spec = presets()[collection]
+    counts: dict[str, list[int]] = {}
+    for qrel in read_qrels(shared_data / path).qrels:
+        counts.setdefault(qrel.query_id, [0, 0, 0, 0])[qrel.relevance] += 1
+    topics = spec["published_topics"]
+    assert [len(topics), *(sum(counts[t][k] for t in topics) for k in range(4))] == spec["table4"]
+    assert spec["published_levels"] == spec["table4"][1:]
+
+
+@pytest.mark.integration
+def test_dl19_published_is_table_4_and_the_choice_rule_picks_it(shared_data):
+    counts: dict[str, list[int]] = {}
+    qrels = read_qrels(shared_data / "dl19" / "2019qrels-pass.txt").qrels
+    for qrel in qrels:
+        counts.setdefault(qrel.query_id, [0, 0, 0, 0])[qrel.relevance] += 1
+    spec = presets()["dl19"]
+    assert spec["table4"] == [22, 2314, 707, 760, 360] and spec["published_levels"] == spec["table4"][1:]
+    subsets = [topics.split() for topics in DL19_EXACT]
+    for topics in subsets:
+        assert (len(topics), [sum(counts[t][k] for t in topics) for k in range(4)]) == (22, [2314, 707, 760, 360])
+    # The rule: fewest topics the study's stated rule excludes (<= 10 pairs or a level missing), then most topics
+    # shared with `balanced`, then the first in sorted order.
+    frame = pl.DataFrame([(q.query_id, q.relevance) for q in qrels], schema=["query_id", "relevance"], orient="row")
+    balanced = set(rank_balanced_topics(frame, 22)["query_id"])
+    outside = [sum(sum(counts[t]) <= 10 or min(counts[t]) == 0 for t in topics) for topics in subsets]
+    shared = [len(balanced & set(topics)) for topics in subsets]
+    assert (outside, shared) == ([3, 3, 4], [14, 13, 13])
+    chosen = min(subsets, key=lambda topics: (outside[subsets.index(topics)], -shared[subsets.index(topics)], topics))
+    assert spec["published_topics"] == chosen == subsets[0]
 
 
 @pytest.mark.parametrize(
     ("collection", "subset"),
     [
         ("llmjudge", "published"),  # Experiment 1, the study's own topics
-        ("dl19", "balanced"),  # Experiment 1, no unique published subset
-        ("dl20", "balanced"),  # Experiment 1, idem
+        ("dl19", "published"),  # Experiment 1, one of the three subsets with Table 4's counts
+        ("dl20", "published"),  # Experiment 1, one of 76,675 subsets with Table 4's counts
         ("dl21", "balanced"),  # Experiment 2, idem
         ("sample", None),  # judged whole, as before
         ("mycollection", None),  # user files: judged whole
@@ -158,6 +208,7 @@ def test_ingest_stores_the_published_subset_and_judge_defaults_to_it(capsys, tmp
         "llmjudge    dev            25  7,263  4,538  1,403    625    697\n"
         "llmjudge    published      21  6,169  3,834  1,277    588    470\n"
         "llmjudge    test           25  4,423  2,005  1,233    808    377\n"
+        "llmjudge    (Table 4)      21  6,169  3,834  1,277    588    470\n"
     )
     con = duckdb.connect(warehouse)
     try:

@@ -100,6 +100,13 @@ def export_qrels(
 @click.option("--run", "run_name", help="With --qrels filled: the judge run whose labels fill the holes.")
 @label_options
 @click.option("--measure", "measures", multiple=True, help="ir_measures measure (repeatable) [nDCG@10].")
+@click.option(
+    "--missing-topics",
+    type=click.Choice(["skip", "zero"]),
+    default="skip",
+    show_default=True,
+    help="Qrels topics a run lacks: left out of the mean (trec_eval) or scored 0 (trec_eval -c).",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @settings_options
 def evaluate(
@@ -110,19 +117,23 @@ def evaluate(
     run_name: str | None,
     labels: dict[str, Any],
     measures: tuple[str, ...],
+    missing_topics: str,
     fmt: str,
 ) -> None:
     """Score the systems of RUN_FILES with ir_measures, and compare their ranking under LLM vs human qrels.
 
     With an LLM qrels (a judge run, or 'filled'), every personality's labels (or --personality / --aggregate) make
     a qrels set; for each, Kendall's tau, Spearman's rho and tau-AP against the human ranking, overall and per topic,
-    best first. Stored in the warehouse (system_scores, rank_agreement, view rank_agreement_summary).
+    best first. Stored in the warehouse (system_scores, rank_agreement, view rank_agreement_summary). Scores follow
+    plain trec_eval: ties broken by doc id descending for every measure, topics a run lacks left out of the mean
+    (--missing-topics zero: scored 0, as trec_eval -c); the output says which applies.
 
     \b
     Examples:
         peras evaluate runs/dl19/*.run --collection dl19
         peras evaluate runs/dl19/*.run --collection dl19 --qrels dl19-judge --measure nDCG@10 --measure AP@100
         peras evaluate my.run --collection llmjudge --qrels filled --run llmjudge-import-1 --format json
+        peras evaluate partial.run --collection dl19 --missing-topics zero
     """
     from flows.evaluate import evaluate as evaluate_flow
 
@@ -135,6 +146,7 @@ def evaluate(
         "qrels": source,
         "run": judge_run,
         "measures": list(measures) or None,
+        "missing_topics": missing_topics,
     }
     summary = run_flow(
         evaluate_flow,
@@ -150,6 +162,8 @@ def evaluate(
     headers = ["qrels", "system", "measure", "value"]
     keys = ["qrels_name", "system", "measure", "value"]
     click.echo("\n".join(text_table(headers, [[r[k] for k in keys] for r in summary["scores"]])))
+    conventions = summary["conventions"]
+    click.echo(f"Scores: {conventions['missing']}; {conventions['ties']}.")
     if summary["agreement"]:
         keys = ["qrels_name", "measure", "n_systems", "kendall_tau", "spearman_rho", "tau_ap", "mean_topic_tau"]
         headers = ["qrels", "measure", "systems", "kendall_tau", "spearman_rho", "tau_ap", "mean_topic_tau"]

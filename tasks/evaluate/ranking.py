@@ -1,6 +1,15 @@
 """Systems scored with ir_measures and the agreement of two rankings of them (Kendall, Spearman, tau-AP).
 
 Runs and qrels are Polars frames: runs [system, query_id, doc_id, rank, score], qrels [query_id, doc_id, relevance].
+
+Two conventions, chosen so that a score is the one users compare against, plain `trec_eval`:
+- **Ties**: one order for every measure, trec_eval's: score descending, then doc id descending (byte order; trec_eval's
+  strcmp). Each topic's run is re-scored n, n-1, ..., 1 in that order before ir_measures sees it, so no provider
+  breaks a tie its own way (its Judged@k took doc ids ascending while pytrec_eval's nDCG took them descending). The
+  rank column is ignored, as trec_eval ignores it.
+- **Topics the run lacks** (`missing_topics`): 'skip' (trec_eval's default) averages over the qrels topics the run
+  answers; 'zero' (`trec_eval -c`) scores every qrels topic the run lacks as 0 and averages over all qrels topics.
+  Topics in the run without qrels count in neither.
 """
 
 from __future__ import annotations
@@ -16,6 +25,11 @@ from scipy import stats
 from peras.errors import UsageError
 
 ALL_TOPICS = "all"
+MISSING_TOPICS = {
+    "skip": "topics the run lacks are left out of the mean (trec_eval's default)",
+    "zero": "topics the run lacks score 0 in the mean (trec_eval -c)",
+}
+TIE_ORDER = "ties broken by doc id descending for every measure (trec_eval's order)"
 
 
 def parse_measures(names: Sequence[str]) -> list[ir_measures.Measure]:
@@ -41,16 +55,29 @@ def as_run(run: pl.DataFrame) -> list[ir_measures.ScoredDoc]:
     return [ir_measures.ScoredDoc(q, d, float(s)) for q, d, s in run.select("query_id", "doc_id", "score").iter_rows()]
 
 
-def score_systems(runs: pl.DataFrame, qrels: pl.DataFrame, measures: Sequence[str]) -> pl.DataFrame:
+def trec_order(run: pl.DataFrame) -> pl.DataFrame:
+    """The run re-scored n, n-1, ..., 1 per system and topic in trec_eval's order (score, then doc id, descending)."""
+    keys = ["system", "query_id"]
+    ordered = run.sort([*keys, "score", "doc_id"], descending=[False, False, True, True])
+    return ordered.with_columns(score=(pl.len() - pl.int_range(pl.len())).over(keys).cast(pl.Float64))
+
+
+def score_systems(
+    runs: pl.DataFrame, qrels: pl.DataFrame, measures: Sequence[str], missing_topics: str = "skip"
+) -> pl.DataFrame:
     """Every system's per-topic and mean ('all') value of each measure: [system, measure, query_id, value].
 
-    Topics without any qrels are left out by ir_measures (as trec_eval does); the mean is ir_measures' aggregate.
+    Ties and topics the run lacks as the module doc says ('skip': those topics have no row and are not in the mean;
+    'zero': they have a row with value 0, in the mean). Topics without any qrels are left out, as trec_eval does;
+    the mean is ir_measures' aggregate.
     """
+    if missing_topics not in MISSING_TOPICS:
+        raise UsageError(f"missing topics {missing_topics!r}: use {' or '.join(MISSING_TOPICS)}")
     parsed = parse_measures(measures)
-    judged = as_qrels(qrels)
     rows: list[tuple[str, str, str, float]] = []
-    for (system,), run in runs.partition_by("system", as_dict=True, maintain_order=True).items():
-        scored = as_run(run)
+    for (system,), run in trec_order(runs).partition_by("system", as_dict=True, maintain_order=True).items():
+        answered = qrels if missing_topics == "zero" else qrels.filter(pl.col("query_id").is_in(run["query_id"]))
+        judged, scored = as_qrels(answered), as_run(run)
         rows += [
             (str(system), str(m.measure), m.query_id, float(m.value))
             for m in ir_measures.iter_calc(parsed, judged, scored)

@@ -23,7 +23,7 @@ from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.evaluate.builder import CONFIGS, build_run, write_run
 from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, write_qrels
-from tasks.evaluate.ranking import ALL_TOPICS, compare_rankings, score_systems
+from tasks.evaluate.ranking import ALL_TOPICS, MISSING_TOPICS, TIE_ORDER, compare_rankings, score_systems
 from tasks.shared.run_files import read_run_lines
 
 HUMAN = "human"
@@ -193,12 +193,15 @@ def build_runs(settings: Settings, collection_id: str, output_dir: Path, depth: 
 
 
 @task(cache_policy=NO_CACHE)
-def score_under(runs: pl.DataFrame, qrels: dict[str, pl.DataFrame], measures: list[str]) -> pl.DataFrame:
+def score_under(
+    runs: pl.DataFrame, qrels: dict[str, pl.DataFrame], measures: list[str], missing_topics: str = "skip"
+) -> pl.DataFrame:
     """Every system scored under every qrels set: [qrels_name, system, measure, query_id, value]."""
     if runs.is_empty():
         raise UsageError("the run files hold no ranked passages")
     frames = [
-        score_systems(runs, q, measures).select(pl.lit(name).alias("qrels_name"), pl.all()) for name, q in qrels.items()
+        score_systems(runs, q, measures, missing_topics).select(pl.lit(name).alias("qrels_name"), pl.all())
+        for name, q in qrels.items()
     ]
     return pl.concat(frames)
 
@@ -255,8 +258,8 @@ def store_evaluation(settings: Settings, evaluation: Evaluation) -> str:
         return insert_evaluation(con, evaluation)
 
 
-def summarize_evaluation(evaluation_id: str, evaluation: Evaluation) -> dict[str, Any]:
-    """Mean scores per qrels set and system, and each qrels set's agreement with the human ranking."""
+def summarize_evaluation(evaluation_id: str, evaluation: Evaluation, missing_topics: str = "skip") -> dict[str, Any]:
+    """Mean scores per qrels set and system, each qrels set's agreement with the human ranking, the conventions."""
     means = evaluation.scores.filter(pl.col("query_id") == ALL_TOPICS).drop("query_id")
     agreement = evaluation.agreement.filter(pl.col("query_id") == ALL_TOPICS).drop("query_id")
     per_topic = (
@@ -271,6 +274,7 @@ def summarize_evaluation(evaluation_id: str, evaluation: Evaluation) -> dict[str
         "evaluation_id": evaluation_id,
         "collection_id": evaluation.collection_id,
         "qrels_source": evaluation.qrels_source,
+        "conventions": {"missing_topics": missing_topics, "missing": MISSING_TOPICS[missing_topics], "ties": TIE_ORDER},
         "scores": means.sort("qrels_name", "measure", "system").to_dicts(),
         "agreement": agreement.to_dicts(),
     }

@@ -25,17 +25,23 @@ from peras.paths import PROMPTS_DIR
 from peras.prompting import PROMPT_KEYS, _check_keys, _read_toml
 
 PROMPT_NAME = "fuser"  # the keys of its file are every prompt file's (PROMPT_KEYS); its template is Jinja
-# Word for word from the study's fuser template (docs/fuse.md lists what was changed around them).
+# Word for word from the study's fuser prompt (docs/fuse.md lists what was changed around them).
 VERBATIM = (
-    "You are a helpful assistant tasked with combining multiple model responses",
-    "Review the JSON outputs.",
-    "JSON Output {{ loop.index }}: {{ output }}",
-    "1. Check JSON Outputs: Look at each selected relevance, confidence_score and explanation.",
-    "focus on the quality of the explanation and whether it follows the rules.",
-    "mentioning where the models agree and where they differ.",
+    "You are a helpful assistant tasked with combining multiple model responses to select the best",
+    "Evaluate the quality of multiple outputs for a given instruction and select the best one based on specific rules.",
+    "{% for output in json_outputs %}\n  - JSON Output {{ loop.index }}: {{ output }}\n{% endfor %}",
+    "  - Note the confidence_score, but focus on explanation quality and rule compliance.",
+    "- Mention the JSON outputs' explanations and scores, noting agreements or differences.",
     '"confidence_score": number(0-100),',
 )
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)  # noqa: S701 - a chat prompt, not HTML
+# Block tags on lines of their own ({% for %}, {% endfor %}, as the study writes them) leave no blank lines.
+_ENV = jinja2.Environment(  # noqa: S701 - a chat prompt, not HTML
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+    keep_trailing_newline=False,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,7 @@ class FuserPrompt:
 
     def render(self, query: str, passage: str, outputs: list[str]) -> str:
         """The fuser's task text for one pair and its judges' JSON outputs, in the order shown."""
-        return _ENV.from_string(self.source).render(query=query, passage=passage, outputs=outputs)
+        return _ENV.from_string(self.source).render(query=query, passage=passage, json_outputs=outputs)
 
 
 def read_fuser_prompt(path: Path) -> FuserPrompt:

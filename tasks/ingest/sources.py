@@ -76,6 +76,9 @@ def _preset_problem(spec: dict[str, Any]) -> str | None:
         return "published_levels must be four counts (pairs at levels 0, 1, 2, 3)"
     if topics and spec.get("subset_qrels") not in spec["qrels"]:
         return "published_topics needs subset_qrels, the qrels set they are drawn from"
+    table4 = spec.get("table4", [0] * 5)
+    if not (isinstance(table4, list) and len(table4) == 5 and all(isinstance(n, int) and n >= 0 for n in table4)):
+        return "table4 must be five counts (topics, then pairs at levels 0, 1, 2, 3)"
     default = spec.get("default_subset")
     if default is not None and default not in SUBSET_NAMES:
         return f"default_subset must be one of {', '.join(SUBSET_NAMES)}"
@@ -84,6 +87,12 @@ def _preset_problem(spec: dict[str, Any]) -> str | None:
     if default == "balanced" and not spec.get("subset_topics"):
         return "default_subset = 'balanced' needs subset_topics"
     return None
+
+
+def study_table4(collection_id: str) -> list[int] | None:
+    """The study's Table 4 row for a preset (topics, pairs at levels 0-3), if it has one."""
+    spec = presets().get(collection_id)
+    return list(spec["table4"]) if spec and "table4" in spec else None
 
 
 def default_subset(collection_id: str) -> str | None:

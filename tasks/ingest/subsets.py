@@ -6,8 +6,9 @@ more judged pairs, then by query_id; the first N are kept. Of the measures tried
 total-variation and chi-square distance to uniform, Gini, rarest-level share), the rarest-level share
 comes closest to the published pair counts (see docs/subsets.md).
 
-`published` is the study's own topic list where the search (scripts/search_published_subsets.py) finds exactly
-one subset with its Table 4 counts; it is checked against those counts on every ingest.
+`published` is a topic list with exactly the study's Table 4 counts, found by scripts/search_published_subsets.py:
+the only one (LLMJudge), or where several exist the one its choice rule picks (DL19; docs/subsets.md). It is
+checked against those counts on every ingest.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def rank_balanced_topics(qrels: pl.DataFrame, n_topics: int, min_pairs: int = 10
 
 
 PUBLISHED_RULE = (
-    "the study's Table 4 topics: the only {n_topics} topics of the {qrels_set} qrels with {levels} judged pairs "
-    "at levels 0-3 (found by scripts/search_published_subsets.py; list in peras/presets.toml)"
+    "the study's Table 4 counts: {n_topics} topics of the {qrels_set} qrels with {levels} judged pairs at levels "
+    "0-3 (found by scripts/search_published_subsets.py, chosen by its rule where several exist; docs/subsets.md; "
+    "list in peras/presets.toml)"
 )
 
 

@@ -13,7 +13,9 @@ label and the label with the largest sum wins:
   sure judge (H = 0) finite: it outweighs any unsure one (c = 99 weighs 99/0.068 = 1,462; c = 100 weighs 100,000).
 majority_vote_summed is a variant that is not the study's (ties to the summed confidence), kept under its own name.
 Ties (the study): the tied label whose most confident voter is the most confident wins (the maximum confidence,
-not the sum); still tied, or without confidences, the lower label.
+not the sum); still tied, or without confidences, the lower label. Two sums are tied when they differ by at most
+TIE_RTOL of the larger (float sums of equal weights in another order differ in the last bits: 1.1 + 2.2 is
+3.3000000000000003, not 3.3, and must tie with a lone 3.3).
 Each vote also says how sure it is: the winning label's share of the summed weight x 100 (0-100, like a judge's
 confidence), null when no judge carried any weight.
 """
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 N_LEVELS = 4
+TIE_RTOL = 1e-9  # sums this close (relative) are tied: rounding, never a real difference of confidences 0-100
 ENTROPY_EPSILON = 0.001  # added to H (nats) before inverting: a judge with c = 100 stays finite
 VOTE_NAMES = {
     "vote_majority": "Majority vote",
@@ -58,7 +61,8 @@ def top_confidence(labels: np.ndarray, confidences: np.ndarray | None) -> np.nda
 def decide(labels: np.ndarray, weights: np.ndarray, confidences: np.ndarray | None) -> Vote:
     """The level with the largest summed weight; ties to the highest single confidence, then the lower level."""
     support = vote_counts(labels, weights)
-    tied = support == support.max(axis=1, keepdims=True)
+    best = support.max(axis=1, keepdims=True)
+    tied = support >= best - TIE_RTOL * np.abs(best)
     # argmax returns the first maximum: the lower level among those tied on both keys
     winner = np.argmax(np.where(tied, top_confidence(labels, confidences), -2.0), axis=1)
     total = support.sum(axis=1)
