@@ -7,12 +7,14 @@ with prefect_server() as url:        # http://127.0.0.1:PORT/api, healthy
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,3 +85,41 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log_path: Path) -> No
             proc.kill()
             raise RuntimeError(f"prefect server did not start: {log_path.read_text()[-2000:]}")
         time.sleep(0.5)
+
+
+class Tripwire:
+    """A loopback "Prefect API" that refuses every request and remembers it: where tests without a server point.
+
+    A test marked `core` must not reach Prefect. Without PREFECT_API_URL, Prefect (or peras) would quietly
+    start a server of its own (~13-20 s); pointed here, a flow fails at once and the request is on record.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        tripwire = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _refuse(self) -> None:
+                tripwire.requests.append(f"{self.command} {self.path}")
+                body = b'{"detail": "this test runs without a Prefect server (it is marked core)"}'
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _refuse  # noqa: N815 - http.server's names
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/api"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="prefect-tripwire", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop answering."""
+        self._server.shutdown()
+        self._server.server_close()

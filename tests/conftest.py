@@ -1,32 +1,59 @@
-"""Shared fixtures: one real Prefect server for the whole session, real data paths, tiny warehouses."""
+"""Shared fixtures: a real Prefect server started only for the tests that need one, real data paths, tiny warehouses.
+
+A test marked `core` needs no Prefect server, no embedded model and no PostgreSQL: `pytest -m core` runs those
+alone and starts nothing. Every other test gets one real `prefect server`, started the first time such a test
+runs and shared by the rest of the session (flows, in-process CLI calls and `peras` subprocesses alike). Until
+then PREFECT_API_URL points at a tripwire that refuses every request, and a `core` test that reaches Prefect
+fails with the requests it made, instead of Prefect quietly starting a temporary server of its own.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from support.prefect_server import Tripwire, server_env
 from support.prefect_server import prefect_server as start_prefect_server
-from support.prefect_server import server_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))
 
 
-@pytest.fixture(scope="session", autouse=True)
-def prefect_server() -> Iterator[str]:
-    """Start one real `prefect server` for every test (flows, CLI subprocesses, deployments)."""
-    home = Path(tempfile.mkdtemp(prefix="peras-prefect-"))
-    with start_prefect_server(home) as url:
-        os.environ.update({**server_env(home), "PREFECT_API_URL": url})
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+class SessionPrefect:
+    """The session's Prefect: a private home, the tripwire from the start, the real server once asked for."""
 
-        with temporary_settings(updates={PREFECT_API_URL: url}):
-            yield url
+    def __init__(self) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="peras-prefect-"))
+        self.tripwire = Tripwire()
+        self.url: str | None = None
+        self._stack = contextlib.ExitStack()
+        # Set before any test module imports Prefect, so its settings start from here.
+        os.environ.update({**server_env(self.home), "PREFECT_API_URL": self.tripwire.url})
+
+    def server(self) -> str:
+        """The shared server's API URL, starting it on first use (~20 s on 2 cores)."""
+        if self.url is None:
+            self.url = self._stack.enter_context(start_prefect_server(self.home))
+            os.environ["PREFECT_API_URL"] = self.url  # `peras` subprocesses and workers inherit it
+            if "prefect.context" in sys.modules:  # Prefect read the tripwire's URL when it was imported
+                from prefect.context import refresh_global_settings_context
+
+                refresh_global_settings_context()
+        return self.url
+
+    def close(self) -> None:
+        """Flush Prefect's workers while the server still answers, stop it, stop the tripwire."""
+        if self.url is not None:
             drain_prefect_workers()
+        self._stack.close()
+        self.tripwire.close()
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 def drain_prefect_workers() -> None:
@@ -36,6 +63,71 @@ def drain_prefect_workers() -> None:
 
     for worker in (APILogWorker, EventsWorker):
         worker.drain_all(timeout=10)
+
+
+_prefect: SessionPrefect | None = None
+
+
+def session_prefect() -> SessionPrefect:
+    assert _prefect is not None, "pytest_configure sets up the session's Prefect"
+    return _prefect
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _prefect
+    _prefect = SessionPrefect()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _prefect
+    if _prefect is not None:
+        _prefect.close()
+        _prefect = None
+
+
+NEEDS_MORE = ("integration", "model", "live")
+_tripwire_seen = pytest.StashKey[int]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test is `core` (starts nothing) or not: refuse a test marked both ways, or core and asking for the server."""
+    wrong = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("core") is not None
+        and (any(item.get_closest_marker(m) for m in NEEDS_MORE) or "prefect_server" in item.fixturenames)
+    ]
+    if wrong:
+        raise pytest.UsageError(
+            f"marked core but needing more (integration, model, live or the prefect_server fixture): {', '.join(wrong)}"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Start the shared server before any fixture of a test that is not `core` (module fixtures run flows too)."""
+    prefect = session_prefect()
+    if item.get_closest_marker("core") is None:
+        prefect.server()
+    item.stash[_tripwire_seen] = len(prefect.tripwire.requests)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A `core` test that talked to Prefect fails here, naming what it asked."""
+    requests = session_prefect().tripwire.requests[item.stash.get(_tripwire_seen, 0) :]
+    if requests and item.get_closest_marker("core") is not None:
+        pytest.fail(
+            f"{item.nodeid} is marked core but reached Prefect ({', '.join(requests[:3])}): "
+            "remove its core marker so it gets the shared Prefect server",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> str:
+    """The shared real `prefect server`'s API URL (started for every test that is not `core`)."""
+    return session_prefect().server()
 
 
 @pytest.fixture

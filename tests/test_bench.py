@@ -10,8 +10,9 @@ import pytest
 from bench import common
 from bench.bench_overhead import summarize_profile
 
+pytestmark = pytest.mark.core
 
-@pytest.mark.core
+
 def test_profile_stages_go_to_the_innermost_matching_frame() -> None:
     stacks = [
         # a socket write inside the client belongs to the client, not to the shard scheduler around it
@@ -35,7 +36,6 @@ def test_profile_stages_go_to_the_innermost_matching_frame() -> None:
     assert summary["top_self"][0] == {"frame": "write (selector_events.py)", "share": 0.5}
 
 
-@pytest.mark.core
 def test_result_file_records_machine_date_and_headline(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(common, "RESULTS", tmp_path)
     started = common.machine()

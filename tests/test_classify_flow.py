@@ -13,8 +13,6 @@ from tasks.classify.tasks import trial_seeds
 from tests.classify_fixtures import build_synthetic_warehouse
 from tests.helpers import run_cli, snapshot
 
-pytestmark = pytest.mark.integration
-
 TRIAL_COLUMNS = "trial, seed, learner, learner_kind, kappa, qwk, f1, n_train, n_test, feature_set_id"
 PERSONALITY_TITLES = [
     "Random Forest",
@@ -45,6 +43,7 @@ def query(settings, sql: str, params: list | None = None) -> list[tuple]:
         con.close()
 
 
+@pytest.mark.integration
 def test_personalities_flow_publishes_trials_summary_and_artifact(synth):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
@@ -87,6 +86,7 @@ EXPECTED_MAJORITY = [
 ]
 
 
+@pytest.mark.integration
 def test_same_seed_same_rows(synth):
     for _ in range(2):
         classify(collection="synth", trials=2, train_fraction=0.3, settings=synth)
@@ -98,6 +98,7 @@ def test_same_seed_same_rows(synth):
     assert first == second
 
 
+@pytest.mark.integration
 def test_imported_label_only_runs(synth):
     table = classify(collection="synth", runs=["synth:imp-*"], trials=2, train_fraction=0.5, settings=synth)
     assert table.feature_keys == ["imp-a", "imp-b", "imp-c"]
@@ -112,6 +113,7 @@ def test_imported_label_only_runs(synth):
     ]
 
 
+@pytest.mark.integration
 def test_gate_missing_judgments_publishes_nothing(synth):
     with open_migrated(synth.warehouse) as con:
         con.execute("delete from judgments where personality = 'LO' and doc_id in ('d0000', 'd0001')")
@@ -122,6 +124,7 @@ def test_gate_missing_judgments_publishes_nothing(synth):
     assert snapshot(synth.warehouse) == before
 
 
+@pytest.mark.integration
 def test_gate_training_part_without_a_level_publishes_nothing(synth):
     before = snapshot(synth.warehouse)
     with pytest.raises(CheckFailed) as exc:
@@ -137,6 +140,7 @@ EXPECTED_LEVEL_GATE = (
 )
 
 
+@pytest.mark.integration
 def test_cli_prints_table(synth, capsys):
     result = run_cli(
         capsys,
@@ -161,6 +165,7 @@ def test_cli_prints_table(synth, capsys):
     assert result.out.count(") *") == 3  # one best per column
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("args", "err"),
     [
@@ -179,6 +184,7 @@ def test_cli_usage_errors(synth, capsys, args, err):
         assert result.err == err
 
 
+@pytest.mark.core
 def test_cli_help_has_an_example(capsys):
     result = run_cli(capsys, "classify", "--help")
     assert result.exit_code == 0

@@ -61,12 +61,14 @@ def personality(code: str):
     return next(p for p in load_personalities() if p.code == code)
 
 
+@pytest.mark.core
 def test_the_pairwise_sc_prompt_is_the_study_s_verbatim():
     rendered = load_prompt("self_pairwise").render(question="Q {a}", answer_a="A", answer_b="B")
     expected = SC_PAIRWISE.replace("{{question}}", "Q {a}").replace("{{answer_a}}", "A").replace("{{answer_b}}", "B")
     assert rendered.encode() == expected.encode()
 
 
+@pytest.mark.core
 def test_self_and_certainty_prompts_byte_for_byte():
     default, ha = personality("default"), personality("HA")
     self_nocot = build_joint_messages(default, "q{x}", "p}", False, "self")
@@ -80,6 +82,7 @@ def test_self_and_certainty_prompts_byte_for_byte():
     assert build_joint_messages(default, "q", "p", True, "certainty")[0]["content"] == rubric + "\n" + CERTAINTY_TAIL
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -118,6 +121,7 @@ def test_self_answers_never_become_a_label_or_confidence_silently(text, expected
     assert parse_self_answer(text) == expected
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("text", "expected"),
     [

@@ -16,8 +16,6 @@ from tasks.engine import store
 from tasks.engine.store import AnswerCache, WarehouseThread
 from tests.test_integrity import judge_cli, sample  # noqa: F401 - the fixture
 
-pytestmark = pytest.mark.integration
-
 
 def writable_from_another_process(warehouse: Path) -> bool:
     """Whether another process can open the warehouse read-write right now (no wait)."""
@@ -35,6 +33,7 @@ def until(condition, timeout_s: float = 10.0) -> bool:
     return condition()
 
 
+@pytest.mark.core
 def test_the_reader_stays_open_between_lookups_and_closes_once_idle(tmp_path, monkeypatch):
     warehouse = tmp_path / "w.duckdb"
     with open_migrated(warehouse):
@@ -63,6 +62,7 @@ def test_the_reader_stays_open_between_lookups_and_closes_once_idle(tmp_path, mo
         thread.close()
 
 
+@pytest.mark.integration
 def test_a_fully_cached_rerun_at_concurrency_one_looks_answers_up_together(sample, capsys, monkeypatch):  # noqa: F811
     batches: list[int] = []
     lookup = AnswerCache._lookup

@@ -17,8 +17,6 @@ from peras.errors import one_line
 from peras.paths import SAMPLE_DIR
 from tests.helpers import run_cli, snapshot
 
-pytestmark = pytest.mark.integration
-
 PERAS = Path(sys.executable).with_name("peras")
 
 
@@ -38,6 +36,7 @@ def user_files(tmp_path: Path, qrels: str) -> list[str]:
     ]
 
 
+@pytest.mark.integration
 def test_huge_token_shows_its_start_length_and_line(capsys, settings, tmp_path):
     # a 3,000,000-character label: the message quotes 80 of them (it used to quote them all)
     args = user_files(tmp_path, "s1 0 e1 3\ns1 0 e2 " + "7" * 3_000_000 + "\n")
@@ -48,6 +47,7 @@ def test_huge_token_shows_its_start_length_and_line(capsys, settings, tmp_path):
     )
 
 
+@pytest.mark.integration
 def test_huge_id_is_clipped_where_the_stage_quotes_it(capsys, settings, tmp_path):
     # a 3,000,000-character passage id passes the reader; the stage's own message quotes 80 characters of it
     args = user_files(tmp_path, "s1 0 e1 3\ns1 0 " + "p" * 3_000_000 + " 2\n")
@@ -60,6 +60,7 @@ def test_huge_id_is_clipped_where_the_stage_quotes_it(capsys, settings, tmp_path
     )
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("message", "line"),
     [
@@ -83,6 +84,7 @@ NOT_DUCKDB = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", NOT_DUCKDB, ids=lambda command: command[0])
 def test_not_a_duckdb_file_is_one_line_and_left_alone(capsys, tmp_path, command):
     warehouse = tmp_path / "notes.duckdb"
@@ -116,6 +118,7 @@ def unwritable(path: Path) -> Iterator[None]:
         path.chmod(mode)
 
 
+@pytest.mark.integration
 def test_read_only_warehouse_refuses_a_writer_in_one_line(capsys, settings):
     ingest(preset="sample", settings=settings)
     before = snapshot(settings.warehouse)
@@ -135,6 +138,7 @@ READERS = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("command", "start"), READERS, ids=["metrics", "report"])
 def test_metrics_and_report_read_a_read_only_warehouse(capsys, settings, tmp_path, command, start):
     ingest(preset="sample", settings=settings)
@@ -168,6 +172,7 @@ FAILING = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", FAILING, ids=lambda command: command[0])
 def test_failed_command_prints_exactly_one_line(settings, tmp_path, command):
     # a real process: the "nanobind: leaked ..." report came at interpreter exit, after the error line
@@ -196,6 +201,7 @@ def small_disk(directory: Path, size: str) -> Iterator[Path]:
         subprocess.run([shutil.which("umount") or "umount", str(directory)], check=True)
 
 
+@pytest.mark.integration
 def test_full_disk_is_one_line_naming_the_file(capsys, tmp_path):
     with small_disk(tmp_path / "full", "1M") as disk:
         result = run_cli(capsys, "ingest", "sample", "--warehouse", str(disk / "peras.duckdb"))

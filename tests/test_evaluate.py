@@ -22,8 +22,6 @@ from tasks.evaluate.qrels import fill_holes, hidden_at, hide_labels
 from tests.helpers import run_cli
 from tests.test_judge import rows as stored
 
-pytestmark = pytest.mark.integration
-
 SAMPLE = PROJECT_ROOT / "peras" / "data" / "sample"
 
 
@@ -102,6 +100,7 @@ def cli(capsys, settings, *args: str):
     return run_cli(capsys, *args, "--warehouse", str(settings.warehouse))
 
 
+@pytest.mark.integration
 def test_export_of_a_judged_run_equals_its_stored_labels(judged, tmp_path, capsys):
     out = tmp_path / "ha.qrels"
     result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--personality", "HA", "--output", str(out))
@@ -117,6 +116,7 @@ def test_export_of_a_judged_run_equals_its_stored_labels(judged, tmp_path, capsy
     assert (side.height, set(side["confidence"]), set(side["source"])) == (40, {90.0}, {"llm"})
 
 
+@pytest.mark.integration
 def test_majority_export_breaks_ties_to_the_lower_label(judged, tmp_path, capsys):
     out = tmp_path / "majority.qrels"
     result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "majority", "--output", str(out))
@@ -126,6 +126,7 @@ def test_majority_export_breaks_ties_to_the_lower_label(judged, tmp_path, capsys
     assert {(q.query_id, q.doc_id, q.relevance) for q in ir_measures.read_trec_qrels(str(out))} == expected
 
 
+@pytest.mark.integration
 def test_unavailable_aggregates_and_runs_are_usage_errors(judged, tmp_path, capsys):
     out = str(tmp_path / "x.qrels")
     result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "fuser", "--output", out)
@@ -136,6 +137,7 @@ def test_unavailable_aggregates_and_runs_are_usage_errors(judged, tmp_path, caps
     assert not Path(out).exists()
 
 
+@pytest.mark.integration
 def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp_path, capsys):
     runs = write_runs(tmp_path / "three.run")
     result = cli(capsys, judged, "evaluate", str(runs), "--collection", "sample", "--qrels", "scripted",
@@ -182,6 +184,7 @@ def test_evaluate_ranks_personalities_by_how_alike_they_rank_systems(judged, tmp
     assert len(list((tmp_path / "report" / "figures").glob("systems-*.png"))) == 2  # one scatter per measure
 
 
+@pytest.mark.core
 def test_fill_keeps_human_labels_and_fills_the_rest():
     human = pl.DataFrame({"query_id": ["1", "1"], "doc_id": ["a", "b"], "relevance": [3, 0]})
     llm = pl.DataFrame({"query_id": ["1", "1"], "doc_id": ["b", "c"], "relevance": [2, 1], "confidence": [80.0, 70.0]})
@@ -189,6 +192,7 @@ def test_fill_keeps_human_labels_and_fills_the_rest():
     assert filled.rows() == [("1", "a", 3, None, "human"), ("1", "b", 0, None, "human"), ("1", "c", 1, 70.0, "llm")]
 
 
+@pytest.mark.core
 def test_hiding_is_stratified_seeded_and_nested():
     qrels = pl.DataFrame(
         {"query_id": [str(i % 5) for i in range(40)], "doc_id": [f"d{i}" for i in range(40)],
@@ -206,6 +210,7 @@ def test_hiding_is_stratified_seeded_and_nested():
     assert hide_labels(qrels, seed=3).equals(order) and not hide_labels(qrels, seed=4).equals(order)
 
 
+@pytest.mark.integration
 def test_built_dl19_runs_score_as_ir_measures_scores_them(settings, shared_data, tmp_path, capsys):
     ingest(preset="dl19", settings=settings)
     out = tmp_path / "runs"
@@ -239,6 +244,7 @@ def fuser_says_the_grade(request: dict) -> str:
     return json.dumps({"relevance": grade, "confidence_score": 80, "explanation": "the first judge"})
 
 
+@pytest.mark.integration
 def test_fuser_export_is_the_fuse_runs_labels(judged, tmp_path, capsys):
     with FakeOpenAI(fuser_says_the_grade) as server:
         fuser = ("--fuser-base-url", server.base_url, "--fuser-model", "fake-model", "--run-name", "f")

@@ -13,7 +13,7 @@ from peras.llm.client import LLMClient
 from peras.prompting import build_confidence_messages, build_label_messages, load_personalities
 from support.fake_openai import FakeOpenAI, fake_openai_process, instant, script
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.core
 
 
 async def ask(url: str, messages: list[dict[str, str]], model: str = "fake-model") -> str:

@@ -25,8 +25,6 @@ from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tests.helpers import run_cli
 from tests.test_integrity import judge_cli, not_derivable, rows
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def sample(settings, tmp_path, monkeypatch):
@@ -70,6 +68,7 @@ KEPT = (
 NEW_TEXT = "Boil the egg for exactly four minutes and forty seconds; the yolk stays runny."
 
 
+@pytest.mark.integration
 def test_a_changed_passage_is_not_scored_and_only_its_pairs_are_asked_again(settings, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
     warehouse = settings.warehouse
@@ -130,6 +129,7 @@ def test_a_changed_passage_is_not_scored_and_only_its_pairs_are_asked_again(sett
 ONE = ("--run-name", "dying", "--personality", "default", "--cot", "without", "--limit-pairs", "2")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
@@ -150,6 +150,7 @@ def test_a_run_the_server_kills_is_marked_failed_with_the_reason(sample, capsys,
     assert status_reason.startswith("BackendError: ") and reason in status_reason
 
 
+@pytest.mark.integration
 def test_a_rerun_after_kill_9_starts_at_once(sample, tmp_path):
     """The killed run held every per-URL slot; the kernel frees them with the process, so the rerun sends at once."""
     state = {"hang": True}
@@ -199,6 +200,7 @@ def test_a_rerun_after_kill_9_starts_at_once(sample, tmp_path):
 # 9. Waits are bounded and said -----------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_a_retry_after_past_the_deadline_fails_at_once_saying_why(sample, capsys, monkeypatch):
     monkeypatch.setenv("PERAS_REQUEST_DEADLINE_S", "5")
     with FakeOpenAI(lambda request: Fault(429, retry_after=100000)) as server:
@@ -214,6 +216,7 @@ def test_a_retry_after_past_the_deadline_fails_at_once_saying_why(sample, capsys
     assert len(server.chat_requests) == 2  # the two pairs' label requests, neither asked again
 
 
+@pytest.mark.integration
 def test_a_long_wait_is_announced_on_stderr(sample, capsys, monkeypatch):
     monkeypatch.setenv("PERAS_REQUEST_DEADLINE_S", "60")
     replies = iter([Fault(429, retry_after=11)])
@@ -255,6 +258,7 @@ def silent_port():
     listener.close()
 
 
+@pytest.mark.integration
 def test_a_silent_server_ends_with_one_line_in_bounded_time(sample, capsys, monkeypatch, silent_port):
     monkeypatch.setenv("PERAS_REQUEST_TIMEOUT_S", "1")
     monkeypatch.setenv("PERAS_REQUEST_DEADLINE_S", "3")
@@ -280,6 +284,7 @@ def test_a_silent_server_ends_with_one_line_in_bounded_time(sample, capsys, monk
     ]
 
 
+@pytest.mark.integration
 def test_a_server_that_never_answers_a_request_ends_with_one_line_in_bounded_time(sample, capsys, monkeypatch):
     monkeypatch.setenv("PERAS_REQUEST_TIMEOUT_S", "1")
     monkeypatch.setenv("PERAS_REQUEST_DEADLINE_S", "3")
@@ -318,6 +323,7 @@ def flow_runs_mentioning(text: str) -> tuple[int, list[str]]:
     return len(runs), found
 
 
+@pytest.mark.integration
 def test_a_key_in_the_base_url_reaches_no_warehouse_parameter_or_log(sample, capsys):
     with FakeOpenAI(instant) as server:
         url = server.base_url.replace("http://", f"http://peras:{SECRET}@")
@@ -380,6 +386,7 @@ def test_a_key_in_the_base_url_reaches_no_warehouse_parameter_or_log(sample, cap
     assert n_runs >= 3 and found == []
 
 
+@pytest.mark.core
 def test_settings_hide_url_credentials_when_serialized_but_keep_them_in_process(settings):
     settings.base_urls = [f"http://peras:{SECRET}@127.0.0.1:8000/v1", "http://other:9000/v1"]
     assert settings.model_dump(mode="json")["base_urls"] == ["http://127.0.0.1:8000/v1", "http://other:9000/v1"]
@@ -391,6 +398,7 @@ def test_settings_hide_url_credentials_when_serialized_but_keep_them_in_process(
 # 2. An identical request is sent once per run, however far apart its asks are -----------------------------------
 
 
+@pytest.mark.integration
 def test_an_identical_request_asked_twice_in_one_run_is_sent_once(settings, tmp_path, capsys, monkeypatch):
     """Two pairs whose passages have one text ask identical requests; asked one after the other (concurrency 1,
     so the in-flight dedupe cannot catch it, and before the shard holding the first answer is loaded), the second

@@ -22,6 +22,7 @@ from tests.test_judge import rows, use
 TWO_SYSTEMS = "q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n\nq2 0 d3 1 3 bm25\nq1 Q0 d1 1 9e-1 dense\n"
 
 
+@pytest.mark.core
 def test_reader_keeps_every_line_with_its_system(tmp_path):
     run = tmp_path / "run.txt.gz"
     run.write_bytes(gzip.compress(TWO_SYSTEMS.encode()))
@@ -37,6 +38,7 @@ def test_reader_keeps_every_line_with_its_system(tmp_path):
     assert lines["line"].to_list() == [1, 2, 4, 5]  # the blank line 3 is skipped, not renumbered
 
 
+@pytest.mark.core
 def test_reader_reads_several_files(tmp_path):
     first, second = tmp_path / "a.run", tmp_path / "b.run"
     first.write_text("q1 Q0 d1 1 1.0 a\n")
@@ -49,6 +51,7 @@ def test_reader_reads_several_files(tmp_path):
     ]
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -80,6 +83,7 @@ def test_malformed_run_files_name_the_line(tmp_path, content, message):
     assert str(error.value).removeprefix(str(tmp_path) + "/").startswith(message)
 
 
+@pytest.mark.core
 def test_non_utf8_run_names_line_and_column(tmp_path):
     run = tmp_path / "run.txt"
     run.write_bytes(b"q1 Q0 d1 1 2.0 s\nq1 Q0 d\xff 2 1.0 s\n")
@@ -99,6 +103,7 @@ def write_real_run(shared_data: Path, path: Path) -> pl.DataFrame:
     return pl.DataFrame([(q.query_id, q.doc_id) for q in qrels], schema=["query_id", "doc_id"], orient="row")
 
 
+@pytest.mark.core
 def test_reader_on_a_run_over_the_real_dl19_pairs(shared_data, tmp_path):
     expected = write_real_run(shared_data, tmp_path / "dl19.run.gz")
     frame = read_runs([tmp_path / "dl19.run.gz"])
@@ -277,6 +282,7 @@ def test_cli_prints_the_pool_and_the_judge_line(sample, capsys):
     )
 
 
+@pytest.mark.integration
 def test_unknown_collection_is_a_usage_error(settings, capsys):
     result = run_cli(capsys, "judge-run", str(RUN), "--collection", "nope", "--warehouse", str(settings.warehouse))
     assert (result.exit_code, result.err) == (

@@ -17,7 +17,7 @@ from peras.llm.parsing import label_logprob_scores
 from peras.llm.responses import retry_after_s
 from support.fake_openai import FakeOpenAI, Fault, Reply, instant, script
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.core
 
 MESSAGES = [{"role": "user", "content": "Query: cats Passage: Cats purr."}]
 FAST = {"backoff_base_s": 0.01, "backoff_max_s": 0.05}  # retries without waiting in tests

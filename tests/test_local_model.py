@@ -375,6 +375,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
 def test_a_server_outlives_no_peras_process_however_it_dies(how):
     """kill -9 (no cleanup can run) or SIGTERM of the process that started the server: its watchdog stops it."""

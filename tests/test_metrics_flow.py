@@ -17,8 +17,6 @@ from tasks.metrics.tasks import VIEWS
 from tests.helpers import run_cli
 from tests.metrics_fixtures import PERSONALITIES, Judgment, load_judgments
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def judged(settings):
@@ -69,6 +67,7 @@ def assert_same_rows(got: pl.DataFrame, want: pl.DataFrame) -> None:
         assert np.allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=1e-12, atol=1e-12), column
 
 
+@pytest.mark.integration
 def test_flow_returns_every_view_unchanged(judged):
     frames = metrics(views=list(VIEWS), settings=judged)
     assert list(frames) == list(VIEWS)
@@ -78,6 +77,7 @@ def test_flow_returns_every_view_unchanged(judged):
     assert frames["comparison"].height == 2 * 10 * 2 * 19
 
 
+@pytest.mark.integration
 def test_filters_keep_whole_groups(judged):
     frames = metrics(views=["agreement", "oracle", "comparison"], run="name-r2", cot=True, settings=judged)
     assert_same_rows(frames["agreement"], view_frame(judged, "metrics_agreement", "run_name = 'name-r2' and cot"))
@@ -85,6 +85,7 @@ def test_filters_keep_whole_groups(judged):
     assert_same_rows(frames["comparison"], view_frame(judged, "metrics_vs_default", "run_name = 'name-r2' and cot"))
 
 
+@pytest.mark.integration
 def test_flow_run_is_named_for_what_it_reads(judged):
     from prefect.client.orchestration import get_client
 
@@ -96,6 +97,7 @@ def test_flow_run_is_named_for_what_it_reads(judged):
         assert client.read_flow_run(state.state_details.flow_run_id).name == "metrics-all"
 
 
+@pytest.mark.integration
 def test_cli_csv_of_one_view(judged, capsys):
     result = run_cli(
         capsys,
@@ -118,6 +120,7 @@ def test_cli_csv_of_one_view(judged, capsys):
     assert float(got["cohen_kappa"]) == pytest.approx(want["cohen_kappa"][0], rel=1e-12)
 
 
+@pytest.mark.integration
 def test_cli_json_and_csv_directory(judged, capsys, tmp_path):
     result = run_cli(capsys, "metrics", "--warehouse", str(judged.warehouse), "--format", "json")
     assert result.exit_code == 0, result.err
@@ -143,6 +146,7 @@ def test_cli_json_and_csv_directory(judged, capsys, tmp_path):
     assert len((tmp_path / "out" / "confusion.csv").read_text().splitlines()) == 1 + 44 * 16
 
 
+@pytest.mark.integration
 def test_cli_table_shows_every_headline_view(judged, capsys):
     result = run_cli(
         capsys, "metrics", "--warehouse", str(judged.warehouse), "--run", "name-r1", "--cot", "--view", "all"
@@ -175,6 +179,7 @@ def worked(settings):
     return settings
 
 
+@pytest.mark.integration
 def test_cli_prints_the_summary_by_default(worked, capsys):
     result = run_cli(capsys, "metrics", "--warehouse", str(worked.warehouse))
     assert result.exit_code == 0, result.err
@@ -187,6 +192,7 @@ def test_cli_prints_the_summary_by_default(worked, capsys):
     )
 
 
+@pytest.mark.integration
 def test_summary_view_is_the_metric_views_joined(judged):
     frames = metrics(views=["summary"], settings=judged)
     summary = frames["summary"]
@@ -209,6 +215,7 @@ def test_summary_view_is_the_metric_views_joined(judged):
     assert_same_rows(summary, joined.select(summary.columns))
 
 
+@pytest.mark.integration
 def test_artifact_is_the_summary(worked):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
@@ -244,6 +251,7 @@ def test_artifact_is_the_summary(worked):
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
@@ -259,6 +267,7 @@ def test_cli_errors_are_one_line(judged, capsys, args, code, message):
     assert result.err.strip().startswith(message) and len(result.err.strip().splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_empty_warehouse_says_what_to_do(settings, capsys):
     result = run_cli(capsys, "metrics", "--warehouse", str(settings.warehouse))
     assert result.exit_code == 2

@@ -15,8 +15,6 @@ import pytest
 from tests.helpers import run_cli
 from tests.metrics_fixtures import Judgment, assert_close, fresh_warehouse, load_judgments, view
 
-pytestmark = pytest.mark.core
-
 METHODS = ["verbalized", "logprob", "sampling", "self", "certainty"]
 PERSONALITIES = ["default", "HN"]
 N_PAIRS = 40
@@ -200,6 +198,7 @@ def groups_of(judgments: list[Judgment]) -> dict[tuple[str, bool, str], list[Jud
 # ----------------------------------------------------------------------------------------------- the tests
 
 
+@pytest.mark.core
 @pytest.mark.parametrize("threshold", [80, 90])
 def test_every_column_of_every_method_matches_numpy(warehouse, threshold):
     con, judgments = warehouse
@@ -214,6 +213,7 @@ def test_every_column_of_every_method_matches_numpy(warehouse, threshold):
             assert_close(row[column], expected, f"{key} {column}")
 
 
+@pytest.mark.core
 def test_columns_are_the_metric_views_values(warehouse):
     """Nothing re-derived: each column is the value of the macro it names, row for row (to 1e-12: DuckDB may sum
     a group's bins in another order in another query, which moves ECE and ACE in the last bit)."""
@@ -245,6 +245,7 @@ def test_columns_are_the_metric_views_values(warehouse):
     assert mismatches == [(0,)]
 
 
+@pytest.mark.core
 def test_costs_count_each_judgments_requests_once(warehouse):
     con, _ = warehouse
     costs = {
@@ -261,6 +262,7 @@ def test_costs_count_each_judgments_requests_once(warehouse):
         assert row["n_requests_without_tokens"] == missing
 
 
+@pytest.mark.core
 def test_an_import_without_requests_costs_nothing():
     con = fresh_warehouse()
     try:

@@ -12,6 +12,8 @@ from peras.prompting import build_pairwise_messages, load_personalities, load_pr
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs, draw_topic, stratum_quotas
 from tests.paper_text import apply_changes, changes_table, excerpt, normalise
 
+pytestmark = pytest.mark.core
+
 # The paper's skeleton without its [User Profile] block, the section titles naming passages (docs/pairwise.md).
 SKELETON = """[User Question]
 what is a q{x}?

@@ -17,8 +17,6 @@ from tasks.personas.build_text import parse_instruction, parse_keywords
 from tests.helpers import run_cli
 from tests.test_personas import rows, use
 
-pytestmark = pytest.mark.integration
-
 ITEMS = {item.statement: item for item in load_items()}
 NAMES = {p.name: p for p in load_personalities()}
 STEP_1 = re.compile(r"^Please provide keywords related to (.+)\.$")
@@ -75,6 +73,7 @@ def scripted(failing: str | None) -> Callable[[dict], str | list[str]]:
     return respond
 
 
+@pytest.mark.core
 def test_the_step_prompts_are_the_studys_words():
     step_1 = load_prompt("persona_keywords").render(personality_type="High Openness")
     assert step_1 == "Please provide keywords related to High Openness."
@@ -87,6 +86,7 @@ def test_the_step_prompts_are_the_studys_words():
     )
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("answer", "keywords"),
     [
@@ -109,6 +109,7 @@ def test_keywords_are_read_from_lists_and_lines(answer, keywords):
     assert (parsed.ok, parsed.value) == (True, keywords)
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("answer", "instruction"),
     [
@@ -151,12 +152,14 @@ def test_the_instruction_is_extracted_from_prose_quotes_and_markdown(answer, ins
     assert (parsed.ok, parsed.value) == (True, instruction)
 
 
+@pytest.mark.core
 def test_an_answer_without_an_instruction_is_unreadable():
     parsed = parse_instruction('Sure! Here is the prompt:\n\n"Be open."')
     assert (parsed.ok, parsed.reason) == (False, "instruction has 2 words, fewer than 10")
     assert parse_keywords("\n\n").ok is False
 
 
+@pytest.mark.integration
 def test_a_failing_condition_is_rebuilt_and_its_rounds_recorded(settings):
     with FakeOpenAI(scripted(failing="HA")) as server:
         summary = personas_build(
@@ -205,6 +208,7 @@ def sample(settings, tmp_path, monkeypatch):
     return settings
 
 
+@pytest.mark.integration
 def test_a_built_set_judges_end_to_end_and_exports(sample, capsys, tmp_path):
     warehouse = str(sample.warehouse)
     with FakeOpenAI(scripted(failing=None)) as server:

@@ -16,8 +16,6 @@ from support.fake_openai import FakeOpenAI
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
 
-pytestmark = pytest.mark.integration
-
 ITEMS = {item.statement: item for item in load_items()}
 PERSONALITIES = load_personalities()
 STATEMENT = re.compile(r"^I am someone who (.+)$", re.M)
@@ -69,12 +67,14 @@ def rows(settings, sql: str) -> list[tuple]:
         con.close()
 
 
+@pytest.mark.core
 def test_shipped_items_are_the_shared_file():
     assert BFI2_ITEMS.read_bytes() == (SHARED_DATA / "bfi2" / "items.tsv").read_bytes()
     items = load_items()
     assert (len(items), items[0].statement, items[-1].keyed) == (60, "is curious about many different things.", "-")
 
 
+@pytest.mark.core
 def test_a_malformed_items_file_is_refused(tmp_path):
     broken = tmp_path / "items.tsv"
     lines = BFI2_ITEMS.read_text(encoding="utf-8").splitlines()
@@ -83,6 +83,7 @@ def test_a_malformed_items_file_is_refused(tmp_path):
         load_items(broken)
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("text", "value"),
     [
@@ -102,6 +103,7 @@ def test_an_answer_is_one_number_1_to_5(text, value):
     assert (parsed.value, parsed.ok) == (value, value is not None)
 
 
+@pytest.mark.core
 def test_the_item_prompt_places_the_instruction_as_judging_does():
     ha = next(p for p in PERSONALITIES if p.code == "HA")
     [message] = build_item_messages(ha, "is curious about many different things.")
@@ -111,6 +113,7 @@ def test_the_item_prompt_places_the_instruction_as_judging_does():
     assert plain["content"].startswith("Here is a characteristic")
 
 
+@pytest.mark.integration
 def test_scores_are_reverse_keyed_means(settings):
     """Every persona answers 1 + item_id % 5. Openness items 1-12 are keyed + + - - per facet, so the scores are
     2 3 (6-4) (6-5) | 1 2 (6-3) (6-4) | 5 1 (6-2) (6-3): facets 8/4, 8/4, 13/4 and domain 29/12."""
@@ -142,6 +145,7 @@ def even_odd(request: dict) -> str:
     return str(score if load_items()[item_id - 1].keyed == "+" else 6 - score)
 
 
+@pytest.mark.integration
 def test_effect_size_and_interval_by_hand(settings):
     """Two samples (seeds 43 and 44): HO's Openness scores 4 and 5, default's 3 and 2. Difference 4.5 - 2.5 = 2,
     each side's sd sqrt(0.5), so pooled sd sqrt(0.5) and d = 2 / sqrt(0.5) = 2.8284; the interval's half-width is
@@ -160,6 +164,7 @@ def test_effect_size_and_interval_by_hand(settings):
     assert dict(greedy)["HO"] == 5.0 and dict(greedy)["default"] == 2.0
 
 
+@pytest.mark.integration
 def test_a_persona_that_answers_like_its_trait_passes_and_a_random_one_fails(settings):
     with FakeOpenAI(random_ha) as server:
         summary = personas_check(samples=4, settings=use(settings, server))
@@ -175,6 +180,7 @@ def test_a_persona_that_answers_like_its_trait_passes_and_a_random_one_fails(set
     assert faithful == [("HA", False), ("LA", True), ("default", None)]
 
 
+@pytest.mark.integration
 def test_a_rerun_sends_nothing(settings, capsys):
     with FakeOpenAI(trait_like) as server:
         use(settings, server)
@@ -192,6 +198,7 @@ def test_a_rerun_sends_nothing(settings, capsys):
     assert rows(settings, "select count(*), count(distinct request_id) from persona_answers") == [(1980, 1980)]
 
 
+@pytest.mark.integration
 def test_an_unknown_set_is_a_usage_error(capsys, settings):
     result = run_cli(capsys, "personas", "check", "--set", "mine", "--warehouse", str(settings.warehouse))
     assert result.exit_code == 2
@@ -208,6 +215,7 @@ def unreadable_twice(request: dict) -> str:
     return "3"
 
 
+@pytest.mark.integration
 def test_an_unreadable_answer_is_regenerated_then_recorded(settings):
     with FakeOpenAI(unreadable_twice) as server:
         summary = personas_check(samples=2, settings=use(settings, server))
@@ -223,6 +231,7 @@ def test_an_unreadable_answer_is_regenerated_then_recorded(settings):
                 "and domain = 'Openness' and sample_index = 0") == [(11,)]  # fmt: skip
 
 
+@pytest.mark.integration
 def test_the_report_shows_the_heatmap_and_the_verdicts(settings, tmp_path):
     from flows.report import report
     from peras.warehouse import open_migrated
@@ -243,6 +252,7 @@ def test_the_report_shows_the_heatmap_and_the_verdicts(settings, tmp_path):
     assert [v for v in verdicts if v[2] == "FAIL"] == [("Agreeableness", "high vs default", "FAIL")]
 
 
+@pytest.mark.integration
 def test_a_failure_asked_again_is_replaced_and_kept_in_history(settings):
     with FakeOpenAI(unreadable_twice) as server:
         first = personas_check(samples=2, settings=use(settings, server))

@@ -192,7 +192,7 @@ def test_status_of_a_server_peras_did_not_start(no_server_env, prefect_server):
     )
 
 
-@pytest.mark.core
+@pytest.mark.integration
 def test_status_says_when_prefect_api_url_takes_precedence(capsys, monkeypatch, tmp_path, prefect_server):
     port = free_port()
     monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "home"))

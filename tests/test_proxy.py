@@ -141,7 +141,7 @@ def test_loopback_endpoints_never_go_through_the_proxy(capsys, monkeypatch, samp
         assert (status, transport.proxy, proxy.requests) == (200, None, [])
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_an_unreachable_proxy_is_named_in_the_error(monkeypatch):
     from support.prefect_server import free_port
 

@@ -23,8 +23,6 @@ import pytest
 from support.fake_openai import FakeOpenAI, instant
 from tests.helpers import CliResult, run_cli
 
-pytestmark = pytest.mark.integration
-
 ROOT = Path(__file__).resolve().parents[1]
 GPU_HOST = "http://gpu-host:8000/v1"
 README_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -190,6 +188,7 @@ def cases() -> list:
     return [pytest.param(c, marks=marks.get(c, []), id=c.removeprefix("peras ")[:60]) for c in readme_commands()]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", cases())
 def test_readme_command_runs(capsys, workspace, command):
     if command.startswith(f"peras metrics --run {EMBEDDED_RUN}") and "peras judge sample" not in workspace.ran:
@@ -201,6 +200,7 @@ def test_readme_command_runs(capsys, workspace, command):
     workspace.ran.add(command)
 
 
+@pytest.mark.core
 def test_the_readme_shows_commands_and_extra_names_only_those():
     shown = readme_commands()
     assert len(shown) >= 15 and shown[0] == "peras ingest dl19", shown

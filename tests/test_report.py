@@ -370,7 +370,7 @@ def test_single_run_with_one_setting_and_priming_plots(constructed, tmp_path):
     ]
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_priming_views_show_as_tables(constructed):
     data = read_report_data.fn(constructed, None, None)
     index = pl.DataFrame(
@@ -400,7 +400,7 @@ def test_empty_warehouse_is_a_usage_error(settings, tmp_path, capsys):
     )
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_personality_kappa_is_cohens_kappa_of_the_two_label_lists(constructed):
     with open_migrated(constructed.warehouse) as con:
         run_sql(con, "metrics/snapshot_cells", {"run_names": None, "collection_id": None, "cot": None})
@@ -477,7 +477,7 @@ def bars(frame: pl.DataFrame) -> list[tuple]:
     return sorted(frame.select("personality", "relevance", "n_judgments", "mean_confidence").iter_rows())
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_figure_3_reads_the_confidence_of_the_judgments_labelled_0(figure3):
     data = read_report_data.fn(figure3, None, None)
     assert bars(data.confidence_of_predicted_zero) == sorted(PREDICTED_ZERO)

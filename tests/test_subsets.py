@@ -32,7 +32,7 @@ def dev_level_counts(shared_data: Path) -> dict[str, list[int]]:
     return counts
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_llmjudge_dev_without_four_topics_is_the_only_subset_with_the_published_counts(shared_data):
     counts = dev_level_counts(shared_data)
     assert (len(counts), sum(map(sum, counts.values()))) == (25, 7263)  # every line a distinct pair
@@ -49,6 +49,7 @@ def test_llmjudge_dev_without_four_topics_is_the_only_subset_with_the_published_
     assert matches == [LLMJUDGE_LEFT_OUT]
 
 
+@pytest.mark.core
 def test_the_preset_ships_those_topics_and_counts():
     spec = presets()["llmjudge"]
     assert spec["published_levels"] == LLMJUDGE_LEVELS
@@ -109,6 +110,7 @@ def test_dl19_published_is_table_4_and_the_choice_rule_picks_it(shared_data):
     assert spec["published_topics"] == chosen == subsets[0]
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("collection", "subset"),
     [
@@ -124,7 +126,7 @@ def test_default_subset_follows_the_study(collection, subset):
     assert default_subset(collection) == subset
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_the_search_script_finds_exactly_the_shipped_llmjudge_topics():
     spec = importlib.util.spec_from_file_location(
         "search_published_subsets", ROOT / "scripts" / "search_published_subsets.py"
@@ -147,11 +149,13 @@ QRELS = pl.DataFrame(
 )
 
 
+@pytest.mark.core
 def test_published_topics_keep_their_order_and_counts():
     got = published_topics(QRELS, ["b", "a"], [1, 1, 1, 1], "toy")
     assert got.rows() == [("b", 1, None, 2, 0, 1, 1, 0), ("a", 2, None, 2, 1, 0, 0, 1)]
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("topics", "levels", "message"),
     [
@@ -170,6 +174,7 @@ def test_published_topics_refuse_other_qrels(topics, levels, message):
 BASE = {"qrels": {"dev": "d.txt"}, "subset_qrels": "dev", "subset_topics": 2}
 
 
+@pytest.mark.core
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [

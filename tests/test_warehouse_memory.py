@@ -17,6 +17,8 @@ from peras.errors import UsageError
 from peras.sql import run_sql
 from peras.warehouse import ROW_GROUP_ROWS, bounded, connect, migrate, migrations, transaction
 
+pytestmark = pytest.mark.core
+
 RUN_TABLES = ("judgments", "llm_requests")
 
 

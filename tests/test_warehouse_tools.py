@@ -141,7 +141,7 @@ def test_bad_sql_is_one_line_and_exit_2(capsys, warehouse, query, message):
     assert snapshot(warehouse.warehouse) == before
 
 
-@pytest.mark.integration
+@pytest.mark.core
 def test_sql_without_a_warehouse_says_how_to_make_one(capsys, tmp_path):
     result = run_cli(capsys, "sql", "select 1", "--warehouse", str(tmp_path / "none.duckdb"))
     assert (result.exit_code, result.err) == (
