@@ -14,10 +14,12 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from support.ingested import Ingested
 from support.prefect_server import Tripwire, server_env
 from support.prefect_server import prefect_server as start_prefect_server
 
@@ -144,3 +146,11 @@ def settings(tmp_path: Path, shared_data: Path):
     from peras.settings import load_settings
 
     return load_settings(warehouse=tmp_path / "peras.duckdb", data_dir=shared_data, reports_dir=tmp_path / "reports")
+
+
+@pytest.fixture(scope="session")
+def ingested() -> Iterator[Ingested]:
+    """`ingested("sample", settings)`: a fresh warehouse as the ingest flow leaves it, ingested once per session."""
+    helper = Ingested()
+    yield helper
+    helper.close()

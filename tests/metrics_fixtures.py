@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from peras.prompting import CANONICAL_ORDER
 from peras.warehouse import migrate
+from support.ingested import Ingested
 
 GROUP_KEYS = ["run_id", "personality", "cot", "confidence_method"]
 JUDGED_AT = datetime(2026, 1, 1)
@@ -82,21 +83,26 @@ def fresh_warehouse() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def import_llmjudge(root: Path) -> tuple[Any, dict[str, Any]]:
-    """A warehouse in root with LLMJudge ingested and its 33 submissions imported; the import reports by run name."""
+def import_llmjudge(root: Path, ingested: Ingested) -> tuple[Any, dict[str, Any]]:
+    """A warehouse in root with LLMJudge ingested and its 33 submissions imported; the import reports by run name.
+
+    Made once per session by the real flows (`ingested`); each caller gets its own copy of the warehouse.
+    """
     from flows.import_judgments import import_judgments
     from flows.ingest import ingest
     from peras.settings import load_settings
     from tests.conftest import SHARED_DATA
 
+    def make(settings: Any) -> dict[str, Any]:
+        ingest(preset="llmjudge", settings=settings)
+        runs = sorted((SHARED_DATA / "llmjudge" / "judge-runs").glob("*.txt"))
+        return {
+            path.stem: import_judgments(path=str(path), name=path.stem, collection="llmjudge", settings=settings)
+            for path in runs
+        }
+
     settings = load_settings(warehouse=root / "peras.duckdb", data_dir=SHARED_DATA, reports_dir=root / "reports")
-    ingest(preset="llmjudge", settings=settings)
-    runs = sorted((SHARED_DATA / "llmjudge" / "judge-runs").glob("*.txt"))
-    reports = {
-        path.stem: import_judgments(path=str(path), name=path.stem, collection="llmjudge", settings=settings)
-        for path in runs
-    }
-    return settings, reports
+    return settings, ingested.made("import llmjudge", settings, make)
 
 
 def clear_judgments(con: duckdb.DuckDBPyConnection) -> None:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import pytest
 
 from flows.classify import classify
-from flows.import_judgments import import_judgments
-from flows.ingest import ingest
+from tests.metrics_fixtures import import_llmjudge
 
 pytestmark = pytest.mark.integration
 
 
-def test_llmjudge_submissions_as_features(settings, shared_data):
-    ingest(preset="llmjudge", settings=settings)
+def test_llmjudge_submissions_as_features(settings, shared_data, ingested):
+    import_llmjudge(settings.warehouse.parent, ingested)  # LLMJudge ingested, its 33 submissions imported
     files = sorted((shared_data / "llmjudge" / "judge-runs").glob("*.txt"))
-    for path in files:
-        import_judgments(str(path), path.stem, "llmjudge", settings=settings)
 
     table = classify(collection="llmjudge", runs=["llmjudge:*"], trials=2, learners=["rf"], settings=settings)
 

@@ -249,9 +249,8 @@ def test_logp_keeps_the_four_way_distribution_and_the_largest_probability(sample
 
 
 @pytest.fixture
-def sample(settings, tmp_path, monkeypatch):
-    from flows.ingest import ingest
+def sample(settings, tmp_path, monkeypatch, ingested):
 
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     return settings

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from flows.ingest import ingest
 from peras.errors import one_line
 from peras.paths import SAMPLE_DIR
 from tests.helpers import run_cli, snapshot
@@ -119,8 +118,8 @@ def unwritable(path: Path) -> Iterator[None]:
 
 
 @pytest.mark.integration
-def test_read_only_warehouse_refuses_a_writer_in_one_line(capsys, settings):
-    ingest(preset="sample", settings=settings)
+def test_read_only_warehouse_refuses_a_writer_in_one_line(capsys, settings, ingested):
+    ingested("sample", settings)
     before = snapshot(settings.warehouse)
     with unwritable(settings.warehouse):
         result = run_cli(capsys, "ingest", "sample", "--force", "--warehouse", str(settings.warehouse))
@@ -140,8 +139,8 @@ READERS = [
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("command", "start"), READERS, ids=["metrics", "report"])
-def test_metrics_and_report_read_a_read_only_warehouse(capsys, settings, tmp_path, command, start):
-    ingest(preset="sample", settings=settings)
+def test_metrics_and_report_read_a_read_only_warehouse(capsys, settings, tmp_path, command, start, ingested):
+    ingested("sample", settings)
     run = tmp_path / "run.txt"
     run.write_text("s1 0 e1 3\ns1 0 e2 2\n")
     imported = run_cli(
@@ -174,9 +173,9 @@ FAILING = [
 
 @pytest.mark.integration
 @pytest.mark.parametrize("command", FAILING, ids=lambda command: command[0])
-def test_failed_command_prints_exactly_one_line(settings, tmp_path, command):
+def test_failed_command_prints_exactly_one_line(settings, tmp_path, command, ingested):
     # a real process: the "nanobind: leaked ..." report came at interpreter exit, after the error line
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     (tmp_path / "run.txt").write_text("s1 0 e1 3\n")
     args = [part.format(tmp=tmp_path) for part in command]
     done = subprocess.run(

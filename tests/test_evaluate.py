@@ -14,7 +14,6 @@ import ir_measures
 import polars as pl
 import pytest
 
-from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
 from peras.warehouse import open_migrated
 from support.fake_openai import FakeOpenAI
@@ -64,10 +63,10 @@ def judged_rows(run_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 @pytest.fixture
-def judged(settings, tmp_path, monkeypatch):
+def judged(settings, tmp_path, monkeypatch, ingested):
     """The sample and a published judge run 'scripted' of default and HA on it, written into the warehouse."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     run = {"run_id": "run-scripted", "run_name": "scripted", "source": "llm", "task_type": "pointwise",
            "collection_id": "sample", "model": "judge-model", "backend": "test", "params": "{}",
            "created_at": datetime(2026, 1, 1)}  # fmt: skip
@@ -211,8 +210,8 @@ def test_hiding_is_stratified_seeded_and_nested():
 
 
 @pytest.mark.integration
-def test_built_dl19_runs_score_as_ir_measures_scores_them(settings, shared_data, tmp_path, capsys):
-    ingest(preset="dl19", settings=settings)
+def test_built_dl19_runs_score_as_ir_measures_scores_them(settings, shared_data, tmp_path, capsys, ingested):
+    ingested("dl19", settings)
     out = tmp_path / "runs"
     result = cli(capsys, settings, "build-runs", "--collection", "dl19", "--output-dir", str(out))
     assert result.exit_code == 0, result.err

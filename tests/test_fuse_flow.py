@@ -17,7 +17,6 @@ import polars as pl
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
 from peras.prompting import CANONICAL_ORDER as PERSONALITY_ORDER
 from peras.warehouse import open_migrated
@@ -83,11 +82,11 @@ def fuser_answer(request: dict) -> str:
 
 
 @pytest.fixture
-def judged(settings, tmp_path, monkeypatch):
+def judged(settings, tmp_path, monkeypatch, ingested):
     """The shipped sample (5 topics, 8 judged passages each, 2 per grade) and a judge run 'judges' of the eleven
     personalities on it (CoT, self-confidence), written straight into the warehouse."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     with open_migrated(settings.warehouse) as con:
         pairs = con.execute("select query_id, doc_id, relevance from qrels where collection_id = 'sample'").fetchall()
         judgments, requests = judge_rows(pairs)

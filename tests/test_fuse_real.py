@@ -12,7 +12,6 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from flows.classify import classify
 from flows.fuse import fuse
 from flows.import_judgments import import_judgments
-from flows.ingest import ingest
 from tasks.classify.tasks import draw_splits
 
 pytestmark = pytest.mark.integration
@@ -73,8 +72,8 @@ def plain_majority(shared_data) -> tuple[dict[str, float], dict[str, str], np.nd
     )
 
 
-def test_five_llmjudge_submissions_fused_by_majority(settings, shared_data):
-    ingest(preset="llmjudge", settings=settings)
+def test_five_llmjudge_submissions_fused_by_majority(settings, shared_data, ingested):
+    ingested("llmjudge", settings)
     for name in RUNS:
         import_judgments(
             str(shared_data / "llmjudge" / "judge-runs" / f"{name}.txt"), name, "llmjudge", settings=settings

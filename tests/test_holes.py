@@ -14,7 +14,6 @@ import pytest
 from scipy import stats
 
 from flows.import_judgments import import_judgments
-from flows.ingest import ingest
 from support.fake_openai import FakeOpenAI
 from tasks.evaluate.qrels import hidden_at, hide_labels
 from tests.helpers import run_cli
@@ -34,8 +33,8 @@ def mean_ndcg(qrels: pl.DataFrame, run_path) -> float:
     return ir_measures.calc_aggregate([measure], records, list(ir_measures.read_trec_run(str(run_path))))[measure]
 
 
-def test_llmjudge_holes_filled_by_an_imported_run(settings, shared_data, tmp_path, capsys):
-    ingest(preset="llmjudge", settings=settings)
+def test_llmjudge_holes_filled_by_an_imported_run(settings, shared_data, tmp_path, capsys, ingested):
+    ingested("llmjudge", settings)
     submission = shared_data / "llmjudge" / "judge-runs" / "Olz-gpt4o.txt"
     import_judgments(path=str(submission), name="olz", collection="llmjudge", out_of_range="clip", settings=settings)
     runs = [write_one(tmp_path, shared_data, name, sort) for name, sort in SYSTEMS.items()]
@@ -92,9 +91,9 @@ def truthful(request: dict) -> str:
     return str(next(GRADE_OF_DOC[doc] for text, doc in TEXTS.items() if text in content))
 
 
-def test_sample_holes_judged_now_and_resumed(settings, tmp_path, capsys, monkeypatch):
+def test_sample_holes_judged_now_and_resumed(settings, tmp_path, capsys, monkeypatch, ingested):
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     runs = write_runs(tmp_path / "three.run")
     warehouse = ["--warehouse", str(settings.warehouse)]
     with FakeOpenAI(truthful) as server:

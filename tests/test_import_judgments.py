@@ -399,14 +399,13 @@ FAILED_KAPPA = {"RMITIR-llama70B": 0.2657, "h2oloo-zeroshot2": 0.2591}
 
 
 @pytest.fixture(scope="module")
-def llmjudge_out_of_range(tmp_path_factory):
+def llmjudge_out_of_range(tmp_path_factory, ingested):
     """LLMJudge ingested, the two submissions imported with the default policy and clipped (as `<name>-clip`)."""
-    from flows.ingest import ingest
     from peras.settings import load_settings
 
     root = tmp_path_factory.mktemp("out-of-range")
     settings = load_settings(warehouse=root / "peras.duckdb", data_dir=SHARED_DATA, reports_dir=root / "reports")
-    ingest(preset="llmjudge", settings=settings)
+    ingested("llmjudge", settings)
     for name in OUT_OF_RANGE_RUNS:
         path = str(RUNS_DIR / f"{name}.txt")
         import_judgments(path=path, name=name, collection="llmjudge", settings=settings)

@@ -66,10 +66,10 @@ def judge_cli(capsys, warehouse: Path, server: FakeOpenAI, *args: str):
 
 
 @pytest.fixture
-def sample(settings, tmp_path, monkeypatch):
+def sample(settings, tmp_path, monkeypatch, ingested):
     """The shipped sample (10 topics, 40 pairs) in a fresh warehouse; slots kept in tmp_path."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     return settings
 
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from flows.ingest import ingest
 from peras.paths import SAMPLE_DIR
 from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tests.helpers import run_cli
@@ -27,10 +26,10 @@ from tests.test_integrity import judge_cli, not_derivable, rows
 
 
 @pytest.fixture
-def sample(settings, tmp_path, monkeypatch):
+def sample(settings, tmp_path, monkeypatch, ingested):
     """The shipped sample in a fresh warehouse; slots kept in tmp_path."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     return settings
 
 

@@ -13,7 +13,6 @@ import urllib.request
 import duckdb
 import pytest
 
-from flows.ingest import ingest
 from flows.judge import judge
 from peras.errors import CheckFailed, UsageError
 from support.fake_openai import FakeOpenAI, Fault, instant
@@ -68,8 +67,8 @@ def rows(settings, sql: str) -> list[tuple]:
 
 
 @pytest.fixture
-def sample(settings):
-    ingest(preset="sample", settings=settings)
+def sample(settings, ingested):
+    ingested("sample", settings)
     return settings
 
 

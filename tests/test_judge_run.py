@@ -9,7 +9,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.ingest import ingest
 from flows.judge_run import judge_run
 from peras.errors import InputError
 from peras.paths import SAMPLE_DIR
@@ -124,8 +123,8 @@ CORPUS = SAMPLE_DIR / "unjudged-passages.tsv"
 
 
 @pytest.fixture
-def sample(settings):
-    ingest(preset="sample", settings=settings)
+def sample(settings, ingested):
+    ingested("sample", settings)
     return settings
 
 
@@ -292,11 +291,11 @@ def test_unknown_collection_is_a_usage_error(settings, capsys):
 
 
 @pytest.mark.integration
-def test_real_dl19_run_judges_exactly_its_unlabelled_top_k(settings, shared_data, tmp_path):
+def test_real_dl19_run_judges_exactly_its_unlabelled_top_k(settings, shared_data, tmp_path, ingested):
     # Two systems over the 43 real DL19 topics: `own` ranks each topic's first three judged passages (all labelled),
     # `shifted` ranks the next topic's (mostly unjudged for this topic); a third, `ghost`, lists a passage id that
     # is in no file. Top 2: the unlabelled pairs are counted here from the qrels, independently of peras.
-    ingest(preset="dl19", settings=settings)
+    ingested("dl19", settings)
     qrels = read_qrels(shared_data / "dl19" / "2019qrels-pass.txt").qrels
     judged: dict[str, list[str]] = {}
     for qrel in qrels:

@@ -22,9 +22,9 @@ N_TEST_PAIRS = 4423
 
 
 @pytest.fixture(scope="module")
-def llmjudge(tmp_path_factory):
+def llmjudge(tmp_path_factory, ingested):
     """A warehouse with LLMJudge ingested and every submission imported; the import reports by run name."""
-    return import_llmjudge(tmp_path_factory.mktemp("llmjudge"))
+    return import_llmjudge(tmp_path_factory.mktemp("llmjudge"), ingested)
 
 
 def read_pairs(path: Path) -> dict[tuple[str, str], str]:

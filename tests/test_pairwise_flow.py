@@ -11,7 +11,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
 from support.fake_openai import FakeOpenAI
 from tests.helpers import run_cli
@@ -61,10 +60,10 @@ def truthful(request: dict) -> str:
 
 
 @pytest.fixture
-def sample(settings, tmp_path, monkeypatch):
+def sample(settings, tmp_path, monkeypatch, ingested):
     """The shipped sample (5 topics, 8 judged passages each, 2 per grade) in a fresh warehouse."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     return settings
 
 

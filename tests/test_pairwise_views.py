@@ -10,7 +10,6 @@ import duckdb
 import numpy as np
 import pytest
 
-from flows.ingest import ingest
 from support.fake_openai import FakeOpenAI, instant
 from tests.helpers import run_cli
 from tests.test_pairwise_flow import OUTPUT, PASSAGE, answer, pairwise_cli, shown, truthful
@@ -19,10 +18,10 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def sample(settings, tmp_path, monkeypatch):
+def sample(settings, tmp_path, monkeypatch, ingested):
     """The shipped sample (5 topics, 8 judged passages each, 2 per grade) in a fresh warehouse."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     return settings
 
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 
 import pytest
 
-from flows.ingest import ingest
 from flows.personas import personas_build
 from peras.bfi2 import load_items
 from peras.prompting import load_personalities, load_prompt
@@ -201,10 +200,10 @@ def test_a_failing_condition_is_rebuilt_and_its_rounds_recorded(settings):
 
 
 @pytest.fixture
-def sample(settings, tmp_path, monkeypatch):
+def sample(settings, tmp_path, monkeypatch, ingested):
     """The shipped sample (5 topics, 8 judged passages each) in a fresh warehouse."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    ingest(preset="sample", settings=settings)
+    ingested("sample", settings)
     return settings
 
 

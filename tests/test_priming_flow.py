@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from flows.ingest import ingest
 from flows.priming import priming
 from peras.errors import CheckFailed, UsageError
 from support.fake_openai import FakeOpenAI
@@ -35,13 +34,13 @@ def batch_ids(content: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def dl19_file(tmp_path_factory) -> Path:
-    """DL19 ingested once per module; each test gets its own copy."""
+def dl19_file(tmp_path_factory, ingested) -> Path:
+    """DL19 as the ingest flow leaves it (ingested once per session); each test gets its own copy."""
     from peras.settings import load_settings
 
     directory = tmp_path_factory.mktemp("dl19")
     settings = load_settings(warehouse=directory / "peras.duckdb", data_dir=SHARED_DATA)
-    ingest(preset="dl19", settings=settings)
+    ingested("dl19", settings)
     return settings.warehouse
 
 

@@ -538,9 +538,9 @@ def test_figure_3_draws_hn_and_lc_and_the_other_figure_says_what_it_is(
 
 
 @pytest.fixture(scope="module")
-def llmjudge(tmp_path_factory):
+def llmjudge(tmp_path_factory, ingested):
     """LLMJudge with its 33 submissions imported (one setting each: default, no CoT, no confidences)."""
-    settings, _ = import_llmjudge(tmp_path_factory.mktemp("llmjudge"))
+    settings, _ = import_llmjudge(tmp_path_factory.mktemp("llmjudge"), ingested)
     return settings
 
 

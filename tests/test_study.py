@@ -33,13 +33,12 @@ def distinct_labels(request: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def dl19_file(tmp_path_factory) -> Path:
-    from flows.ingest import ingest
+def dl19_file(tmp_path_factory, ingested) -> Path:
     from peras.settings import load_settings
 
     directory = tmp_path_factory.mktemp("study-dl19")
     settings = load_settings(warehouse=directory / "peras.duckdb", data_dir=SHARED_DATA)
-    ingest(preset="dl19", settings=settings)
+    ingested("dl19", settings)
     return settings.warehouse
 
 
