@@ -13,6 +13,8 @@ import pytest
 from peras.prompting import load_personalities, load_prompt
 from tests.paper_text import excerpt, normalise, paper_text
 
+pytestmark = pytest.mark.core
+
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs" / "fidelity.md"
 CODE_SPAN = re.compile(r"`([^`]+)`")
