@@ -18,11 +18,7 @@ scored as (
 -- running totals from the most confident down: judgments at or above each distinct confidence
 from_top as (
     select
-        run_id,
-        personality,
-        cot,
-        confidence_method,
-        confidence,
+        scored.* exclude (n, n_correct),
         sum(n) over downward as n_at_or_above,
         sum(n_correct) over downward as n_correct_at_or_above
     from scored
