@@ -3,22 +3,11 @@
 -- the study's Figure 3, which keeps only the judgments labelled 0 (select_confidence_of_predicted_zero.sql).
 with cells as (
     select * from metric_cells_snapshot
-    where label is not null and confidence is not null
+    where label is not null
 ),
 
 final as (
-    select
-        run_name,
-        collection_id,
-        model,
-        cot,
-        confidence_method,
-        personality,
-        relevance,
-        sum(n_judgments)::bigint as n_judgments,
-        (sum(n_judgments * confidence) / sum(n_judgments))::double as mean_confidence
-    from cells
-    group by all
+    select * from mean_confidence_from(cells := 'cells')
 )
 
 select * from final

@@ -5,22 +5,11 @@
 -- said 0 has no row (the figure leaves a gap).
 with cells as (
     select * from metric_cells_snapshot
-    where label = 0 and confidence is not null
+    where label = 0
 ),
 
 final as (
-    select
-        run_name,
-        collection_id,
-        model,
-        cot,
-        confidence_method,
-        personality,
-        relevance,
-        sum(n_judgments)::bigint as n_judgments,
-        (sum(n_judgments * confidence) / sum(n_judgments))::double as mean_confidence
-    from cells
-    group by all
+    select * from mean_confidence_from(cells := 'cells')
 )
 
 select * from final

@@ -159,33 +159,20 @@ def _judgment_row(
         issues["clipped"].add(line_no, query_id, doc_id, label_text)
         label = min(max(label, 0), 3)
         note = f"line {line_no}: label {clip(label_text, quote=True)} clipped to {label} (--out-of-range clip)"
+    confidence: float | None = None
+    status, reason = "ok", note
     if label is None or not 0 <= label <= 3:
         issues["bad_label"].add(line_no, query_id, doc_id, label_text)
-        return (
-            line_no,
-            query_id,
-            doc_id,
-            None,
-            None,
-            "label_parse_failure",
-            f"line {line_no}: label {clip(label_text, quote=True)} is not an integer 0-3",
-        )
-    if confidence_column is None:
-        return (line_no, query_id, doc_id, label, None, "ok", note)
-    confidence_text = fields[confidence_column - 1]
-    confidence = _number(confidence_text)
-    if confidence is None or not 0 <= confidence <= 100:
-        issues["bad_confidence"].add(line_no, query_id, doc_id, confidence_text)
-        return (
-            line_no,
-            query_id,
-            doc_id,
-            label,
-            None,
-            "confidence_parse_failure",
-            f"line {line_no}: confidence {clip(confidence_text, quote=True)} is not a number 0-100",
-        )
-    return (line_no, query_id, doc_id, label, confidence, "ok", note)
+        label, status = None, "label_parse_failure"
+        reason = f"line {line_no}: label {clip(label_text, quote=True)} is not an integer 0-3"
+    elif confidence_column is not None:
+        confidence_text = fields[confidence_column - 1]
+        confidence = _number(confidence_text)
+        if confidence is None or not 0 <= confidence <= 100:
+            issues["bad_confidence"].add(line_no, query_id, doc_id, confidence_text)
+            confidence, status = None, "confidence_parse_failure"
+            reason = f"line {line_no}: confidence {clip(confidence_text, quote=True)} is not a number 0-100"
+    return (line_no, query_id, doc_id, label, confidence, status, reason)
 
 
 def _number(text: str) -> float | None:

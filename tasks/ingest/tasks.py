@@ -100,26 +100,19 @@ def _require_texts(
     first_line: dict[tuple[str, str], tuple[str, int]],
     source: CollectionSource,
 ) -> None:
-    missing_q = [(q, d) for q, d, _, _ in qrels_rows if q not in queries]
-    missing_d = [(q, d) for q, d, _, _ in qrels_rows if d not in passages]
-    if missing_q:
-        path, line = first_line[missing_q[0]]
-        ids = sorted({q for q, _ in missing_q})
-        raise InputError(
-            f"query {clip(missing_q[0][0])} is judged but has no text in {source.queries} "
-            f"({len(missing_q)} pairs, {len(ids)} queries without text, e.g. {', '.join(map(clip, ids[:5]))})",
-            path,
-            line,
-        )
-    if missing_d:
-        path, line = first_line[missing_d[0]]
-        ids = sorted({d for _, d in missing_d})
-        raise InputError(
-            f"passage {clip(missing_d[0][1])} is judged but has no text in {source.passages} "
-            f"({len(missing_d)} pairs, {len(ids)} passages without text, e.g. {', '.join(map(clip, ids[:5]))})",
-            path,
-            line,
-        )
+    # queries first, then passages: the first judged pair whose text is missing names the line to fix
+    kinds = (("query", "queries", queries, source.queries), ("passage", "passages", passages, source.passages))
+    for side, (what, what_plural, texts, text_path) in enumerate(kinds):
+        missing = [(q, d) for q, d, _, _ in qrels_rows if (q, d)[side] not in texts]
+        if missing:
+            path, line = first_line[missing[0]]
+            ids = sorted({pair[side] for pair in missing})
+            raise InputError(
+                f"{what} {clip(missing[0][side])} is judged but has no text in {text_path} ({len(missing)} pairs, "
+                f"{len(ids)} {what_plural} without text, e.g. {', '.join(map(clip, ids[:5]))})",
+                path,
+                line,
+            )
 
 
 @task(cache_policy=NO_CACHE)

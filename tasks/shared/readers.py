@@ -113,16 +113,8 @@ def read_qrels(path: Path) -> QrelsFile:
         if not text.strip():
             continue
         n_records += 1
-        fields = text.split()
-        if len(fields) != 4:
-            raise InputError(f"expected 4 columns `query_id Q0 doc_id relevance`, found {len(fields)}", path, line_no)
-        query_id, iteration, doc_id, label = fields
-        if iteration not in QRELS_ITER_COLUMN:
-            raise InputError(f"second column must be Q0 or 0, found {clip(iteration, quote=True)}", path, line_no)
-        try:
-            relevance = int(label)
-        except ValueError:
-            raise InputError(f"relevance {clip(label, quote=True)} is not an integer", path, line_no) from None
+        query_id, _, doc_id, label = trec_fields(text, "`query_id Q0 doc_id relevance`", path, line_no)
+        relevance = parse_integer(label, "relevance", path, line_no)
         if not 0 <= relevance <= 3:
             raise InputError(f"relevance {clip(label)} is outside 0-3", path, line_no)
         qrel = Qrel(query_id, doc_id, relevance, line_no)
@@ -144,50 +136,77 @@ def read_qrels(path: Path) -> QrelsFile:
     return QrelsFile(qrels, n_records, n_repeats)
 
 
+def trec_fields(text: str, columns: str, path: Path, line_no: int) -> list[str]:
+    """The whitespace-separated fields of a qrels or run line: as many as `columns` names, the second Q0 or 0."""
+    fields = text.split()
+    if len(fields) != len(columns.split()):
+        raise InputError(f"expected {len(columns.split())} columns {columns}, found {len(fields)}", path, line_no)
+    if fields[1] not in QRELS_ITER_COLUMN:
+        raise InputError(f"second column must be Q0 or 0, found {clip(fields[1], quote=True)}", path, line_no)
+    return fields
+
+
+def parse_integer(text: str, what: str, path: Path, line_no: int) -> int:
+    """A field that must be an integer, or an InputError naming it."""
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{what} {clip(text, quote=True)} is not an integer", path, line_no) from None
+
+
 def read_tsv(path: Path, wanted: set[str] | None = None, what: str = "query") -> ReadResult:
     """Read `id<TAB>text` lines (first tab only), keeping only ids in `wanted` when given."""
-    records: dict[str, str] = {}
-    n_records = 0
-    for line_no, text in iter_lines(path):
-        if not text.strip():
-            continue
-        n_records += 1
-        if "\t" not in text:
-            raise InputError(f"expected `{what}_id<TAB>text`, found no tab", path, line_no)
-        record_id, body = text.split("\t", 1)
-        record_id = record_id.strip()
-        if not record_id:
-            raise InputError(f"empty {what} id", path, line_no)
-        _keep(records, record_id, body.strip(), wanted, path, line_no, what)
-    return ReadResult(records, n_records)
+    return _read_records(path, wanted, what, _tsv_record)
 
 
 def read_jsonl(path: Path, wanted: set[str] | None = None) -> ReadResult:
     """Read passages from JSONL with any of the known key pairs, keeping only ids in `wanted`."""
+    return _read_records(path, wanted, "passage", _jsonl_record)
+
+
+def _read_records(
+    path: Path, wanted: set[str] | None, what: str, parse: Callable[[str, str, Path, int], tuple[str, str]]
+) -> ReadResult:
+    """The (id, text) records of a file, one per non-blank line as `parse` reads it; only ids in `wanted`."""
     records: dict[str, str] = {}
     n_records = 0
     for line_no, text in iter_lines(path):
         if not text.strip():
             continue
         n_records += 1
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}", path, line_no) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object per line", path, line_no)
-        for id_key, text_key in JSONL_KEYS:
-            if id_key in obj and text_key in obj:
-                break
-        else:
-            names = ", ".join(f'"{a}"/"{b}"' for a, b in JSONL_KEYS)
-            found = ", ".join(clip(key, quote=True) for key in sorted(obj)[:6])
-            raise InputError(f"expected keys {names}; found [{found}]", path, line_no)
-        record_id, body = obj[id_key], obj[text_key]
-        if not isinstance(body, str) or isinstance(record_id, bool | list | dict) or record_id is None:
-            raise InputError(f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no)
-        _keep(records, str(record_id).strip(), body.strip(), wanted, path, line_no, "passage")
+        record_id, body = parse(text, what, path, line_no)
+        _keep(records, record_id, body, wanted, path, line_no, what)
     return ReadResult(records, n_records)
+
+
+def _tsv_record(text: str, what: str, path: Path, line_no: int) -> tuple[str, str]:
+    if "\t" not in text:
+        raise InputError(f"expected `{what}_id<TAB>text`, found no tab", path, line_no)
+    record_id, body = text.split("\t", 1)
+    record_id = record_id.strip()
+    if not record_id:
+        raise InputError(f"empty {what} id", path, line_no)
+    return record_id, body.strip()
+
+
+def _jsonl_record(text: str, what: str, path: Path, line_no: int) -> tuple[str, str]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg} at column {exc.colno}", path, line_no) from None
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object per line", path, line_no)
+    for id_key, text_key in JSONL_KEYS:
+        if id_key in obj and text_key in obj:
+            break
+    else:
+        names = ", ".join(f'"{a}"/"{b}"' for a, b in JSONL_KEYS)
+        found = ", ".join(clip(key, quote=True) for key in sorted(obj)[:6])
+        raise InputError(f"expected keys {names}; found [{found}]", path, line_no)
+    record_id, body = obj[id_key], obj[text_key]
+    if not isinstance(body, str) or isinstance(record_id, bool | list | dict) or record_id is None:
+        raise InputError(f'"{id_key}" must be a string or number and "{text_key}" a string', path, line_no)
+    return str(record_id).strip(), body.strip()
 
 
 def read_passages(path: Path, wanted: set[str] | None = None) -> ReadResult:

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from peras.errors import InputError, clip
-from tasks.shared.readers import QRELS_ITER_COLUMN, iter_lines
+from tasks.shared.readers import iter_lines, parse_integer, trec_fields
 
 RUN_COLUMNS = "`query_id Q0 doc_id rank score tag`"
 RUN_SCHEMA = {
@@ -43,16 +43,8 @@ class RunLine:
 
 def parse_run_line(text: str, path: Path, line_no: int) -> RunLine:
     """One run-file line as a RunLine, or an InputError naming the file, the line and what is wrong."""
-    fields = text.split()
-    if len(fields) != 6:
-        raise InputError(f"expected 6 columns {RUN_COLUMNS}, found {len(fields)}", path, line_no)
-    query_id, iteration, doc_id, rank_text, score_text, system = fields
-    if iteration not in QRELS_ITER_COLUMN:
-        raise InputError(f"second column must be Q0 or 0, found {clip(iteration, quote=True)}", path, line_no)
-    try:
-        rank = int(rank_text)
-    except ValueError:
-        raise InputError(f"rank {clip(rank_text, quote=True)} is not an integer", path, line_no) from None
+    query_id, _, doc_id, rank_text, score_text, system = trec_fields(text, RUN_COLUMNS, path, line_no)
+    rank = parse_integer(rank_text, "rank", path, line_no)
     try:
         score = float(score_text)
     except ValueError:

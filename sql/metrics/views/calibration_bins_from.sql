@@ -28,22 +28,15 @@ bins as (
 ),
 
 grid as (
-    select groups.*, unnest(range(10))::integer as bin
+    select
+        groups.* exclude (n_judgments, n_label_failures, n_confidence_missing, n_scored, n_scored_confidence),
+        unnest(range(10))::integer as bin
     from groups
 ),
 
 final as (
     select
-        grid.run_id,
-        grid.run_name,
-        grid.source,
-        grid.collection_id,
-        grid.subset_name,
-        grid.model,
-        grid.personality,
-        grid.cot,
-        grid.confidence_method,
-        grid.bin,
+        grid.*,
         10 * grid.bin as confidence_lower,
         10 * grid.bin + 10 as confidence_upper,
         coalesce(bins.n, 0)::bigint as n_judgments,

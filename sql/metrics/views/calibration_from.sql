@@ -27,17 +27,9 @@ th as (
 
 scored as (
     select
-        run_id,
-        personality,
-        cot,
-        confidence_method,
-        confidence,
-        sum(n_judgments) as n,
-        coalesce(sum(n_judgments) filter (where label = relevance), 0) as n_correct,
+        *,
         least(greatest(confidence / 100, 1e-6::double), 1 - 1e-6::double) as p_clipped
-    from calibration_input
-    where label is not null and confidence is not null
-    group by all
+    from confidence_counts_from(cells := 'calibration_input')
 ),
 
 equal_width as (

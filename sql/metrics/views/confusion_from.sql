@@ -23,15 +23,7 @@ levels as (
 
 grid as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
+        groups.* exclude (n_judgments, n_label_failures, n_confidence_missing, n_scored, n_scored_confidence),
         truth.level as relevance,
         judged.level as label
     from groups

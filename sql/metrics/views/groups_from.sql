@@ -10,15 +10,7 @@ with groups_input as (
 
 final as (
     select
-        run_id,
-        run_name,
-        source,
-        collection_id,
-        subset_name,
-        model,
-        personality,
-        cot,
-        confidence_method,
+        run_id, run_name, source, collection_id, subset_name, model, personality, cot, confidence_method,
         sum(n_judgments)::bigint as n_judgments,
         coalesce(sum(n_judgments) filter (where label is null), 0)::bigint as n_label_failures,
         coalesce(sum(n_judgments) filter (where label is not null and confidence is null), 0)::bigint

@@ -1,7 +1,7 @@
 -- method_comparison_from(cells, costs, threshold): one row per group for comparing confidence methods side by side
 -- (the groups of one run, personality and CoT setting differ only in confidence_method): agreement, calibration,
 -- reliability, the certainty split at threshold (default 80) and the cost in requests and tokens per judgment.
--- Nothing is computed here but coverage_unconfident: the values are the metric macros', joined on the group.
+-- Nothing is computed here: the values are the metric macros', joined on the group by group_metrics_from.
 --
 -- From agreement_from (over the judgments with a label): accuracy, cohen_kappa, qwk, macro_f1. From calibration_from
 -- (over the judgments with a label and a confidence): ece and mce (10 equal-width bins), ace and n_ace_bins (10
@@ -13,24 +13,8 @@
 -- costs is joined on the group: with a filtered copy of the cells, the costs stay those of the whole group.
 -- Usage: select * from method_comparison_from(threshold := 90)
 create or replace macro method_comparison_from(cells := 'metrics_cells', costs := 'metrics_request_costs', threshold := 80) as table
-with comparison_input as materialized (
-    select * from query_table(cells)
-),
-
-agreement as (
-    select * from agreement_from(cells := 'comparison_input')
-),
-
-calibration as (
-    select * from calibration_from(cells := 'comparison_input')
-),
-
-reliability as (
-    select * from reliability_from(cells := 'comparison_input')
-),
-
-split as (
-    select * from certainty_split(threshold, cells := 'comparison_input')
+with group_metrics as (
+    select * from group_metrics_from(cells := cells, threshold := threshold)
 ),
 
 group_costs as (
@@ -39,50 +23,13 @@ group_costs as (
 
 final as (
     select
-        agreement.run_id,
-        agreement.run_name,
-        agreement.source,
-        agreement.collection_id,
-        agreement.subset_name,
-        agreement.model,
-        agreement.personality,
-        agreement.cot,
-        agreement.confidence_method,
-        agreement.n_judgments,
-        agreement.n_label_failures,
-        calibration.n_confidence_missing,
-        agreement.n_scored,
-        calibration.n_scored_confidence,
-        agreement.accuracy,
-        agreement.cohen_kappa,
-        agreement.qwk,
-        agreement.macro_f1,
-        calibration.ece,
-        calibration.ace,
-        calibration.n_ace_bins,
-        calibration.mce,
-        calibration.brier,
-        calibration.nll,
-        calibration.th_score,
-        reliability.ro,
-        reliability.ru,
-        reliability.hmr,
-        split.threshold,
-        split.n_confident,
-        split.accuracy_confident,
-        split.coverage_confident,
-        split.n_unconfident,
-        split.accuracy_unconfident,
-        (split.n_unconfident / calibration.n_scored_confidence)::double as coverage_unconfident,
+        group_metrics.* exclude (kappa_bin_0_123, kappa_bin_01_23, kappa_bin_012_3, krippendorff_alpha),
         group_costs.n_requests,
         group_costs.n_requests_without_tokens,
         group_costs.requests_per_judgment,
         group_costs.prompt_tokens_per_judgment,
         group_costs.completion_tokens_per_judgment
-    from agreement
-    inner join calibration using (run_id, personality, cot, confidence_method)
-    inner join reliability using (run_id, personality, cot, confidence_method)
-    inner join split using (run_id, personality, cot, confidence_method)
+    from group_metrics
     left join group_costs using (run_id, personality, cot, confidence_method)
 )
 

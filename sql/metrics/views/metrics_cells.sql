@@ -11,15 +11,7 @@ with facts as (
 
 final as (
     select
-        run_id,
-        run_name,
-        source,
-        collection_id,
-        subset_name,
-        model,
-        personality,
-        cot,
-        confidence_method,
+        run_id, run_name, source, collection_id, subset_name, model, personality, cot, confidence_method,
         relevance,
         label,
         confidence,

@@ -43,14 +43,7 @@ best as (
 
 final as (
     select
-        run_id,
-        run_name,
-        source,
-        collection_id,
-        subset_name,
-        model,
-        cot,
-        confidence_method,
+        run_id, run_name, source, collection_id, subset_name, model, cot, confidence_method,
         metric,
         is_higher_better,
         best_personality,

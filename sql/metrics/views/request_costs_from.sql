@@ -22,15 +22,7 @@ with cost_input as materialized (
 
 groups as (
     select
-        run_id,
-        run_name,
-        source,
-        collection_id,
-        subset_name,
-        model,
-        personality,
-        cot,
-        confidence_method,
+        run_id, run_name, source, collection_id, subset_name, model, personality, cot, confidence_method,
         count(*) as n_judgments
     from cost_input
     group by all

@@ -50,16 +50,7 @@ rates as (
 
 final as (
     select
-        groups.run_id,
-        groups.run_name,
-        groups.source,
-        groups.collection_id,
-        groups.subset_name,
-        groups.model,
-        groups.personality,
-        groups.cot,
-        groups.confidence_method,
-        groups.n_scored_confidence,
+        groups.* exclude (n_judgments, n_label_failures, n_confidence_missing, n_scored),
         (case when eps > 0 and eps < 0.5 then eps else error('th_score_at: eps must be in (0, 0.5)') end)::double
             as th_epsilon,
         rates.n_high::bigint as th_n_high,

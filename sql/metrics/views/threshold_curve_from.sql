@@ -12,27 +12,13 @@ groups as (
 ),
 
 scored as (
-    select
-        run_id,
-        personality,
-        cot,
-        confidence_method,
-        confidence,
-        sum(n_judgments) as n,
-        coalesce(sum(n_judgments) filter (where label = relevance), 0) as n_correct
-    from curve_input
-    where label is not null and confidence is not null
-    group by all
+    select * from confidence_counts_from(cells := 'curve_input')
 ),
 
 -- running totals from the most confident down: judgments at or above each distinct confidence
 from_top as (
     select
-        run_id,
-        personality,
-        cot,
-        confidence_method,
-        confidence,
+        scored.* exclude (n, n_correct),
         sum(n) over downward as n_at_or_above,
         sum(n_correct) over downward as n_correct_at_or_above
     from scored
@@ -43,7 +29,10 @@ from_top as (
 ),
 
 grid as (
-    select groups.*, unnest(range(0, 101, 5))::double as threshold
+    select
+        groups.* exclude (n_judgments, n_label_failures, n_confidence_missing, n_scored, n_scored_confidence),
+        unnest(range(0, 101, 5))::double as threshold,
+        groups.n_scored_confidence
     from groups
 ),
 
@@ -68,17 +57,7 @@ covered as (
 
 final as (
     select
-        grid.run_id,
-        grid.run_name,
-        grid.source,
-        grid.collection_id,
-        grid.subset_name,
-        grid.model,
-        grid.personality,
-        grid.cot,
-        grid.confidence_method,
-        grid.threshold,
-        grid.n_scored_confidence,
+        grid.*,
         covered.n_covered::bigint as n_covered,
         (case when grid.n_scored_confidence > 0 then covered.n_covered / grid.n_scored_confidence end)::double
             as coverage,

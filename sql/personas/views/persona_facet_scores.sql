@@ -3,20 +3,13 @@
 with per_sample as (
     select
         run_name, personality_set, model, backend, personality, domain, facet, sample_index,
-        avg(item_score) as facet_score
+        avg(item_score) as score
     from persona_item_scores
     group by all
 ),
 
 final as (
-    select
-        run_name, personality_set, model, backend, personality, domain, facet,
-        any_value(facet_score) filter (where sample_index = 0) as greedy_score,
-        avg(facet_score) filter (where sample_index > 0) as mean_score,
-        stddev_samp(facet_score) filter (where sample_index > 0) as sd_score,
-        count(*) filter (where sample_index > 0) as n_samples
-    from per_sample
-    group by all
+    select * from sample_score_stats(scores := 'per_sample')
 )
 
 select * from final
