@@ -54,7 +54,7 @@ def export_qrels_flow(
     labels = load_run_labels(settings, run, cot, confidence_method)
     human = load_human_qrels(settings, labels.collection_id)
     llm = one_qrels(labels, personality, aggregate)
-    return export_qrels(human, llm, fill_from_human, Path(output))
+    return export_qrels(settings, human, llm, fill_from_human, Path(output))
 
 
 @flow(name="evaluate", flow_run_name="evaluate-{collection}", log_prints=True)

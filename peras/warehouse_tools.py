@@ -68,9 +68,12 @@ def export_relation(warehouse: Path, name: str, fmt: str, output: Path, wait_s: 
         relation = '"' + name.replace('"', '""') + '"'
         options = "format parquet, compression zstd" if fmt == "parquet" else "format csv, header true"
         statement = f"copy (select * from {relation}) to $path ({options})"  # noqa: S608 - see above
+        staged = output.with_name(output.name + ".partial")  # renamed in place once whole
         try:
-            row = con.execute(statement, {"path": str(output)}).fetchone()
-        except duckdb.Error as exc:
+            row = con.execute(statement, {"path": str(staged)}).fetchone()
+            staged.replace(output)
+        except (duckdb.Error, OSError) as exc:
+            staged.unlink(missing_ok=True)
             raise PerasError(f"cannot export {name}: {one_line(exc)}") from exc
     return int(row[0]) if row else 0
 
