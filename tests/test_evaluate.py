@@ -254,3 +254,15 @@ def test_fuser_export_is_the_fuse_runs_labels(judged, tmp_path, capsys):
     assert set(side["confidence"]) == {80.0}
     result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "classifier", "--output", str(out))
     assert (result.exit_code, "stores its trials' scores, not per-pair labels" in result.err) == (2, True)
+
+
+def test_a_rank_past_64_bits_names_the_file_line_and_range(settings, tmp_path, capsys):
+    ingest(preset="sample", settings=settings)
+    run = tmp_path / "huge.run"
+    run.write_text("q1 Q0 d1 1 2.0 mine\nq1 Q0 d2 99999999999999999999999 1.0 mine\n")
+    result = cli(capsys, settings, "evaluate", str(run), "--collection", "sample")
+    assert (result.exit_code, result.out, result.err) == (
+        1,
+        "",
+        f"error: {run}:2: rank 99999999999999999999999 is past the 64-bit range (-2^63 .. 2^63-1)\n",
+    )

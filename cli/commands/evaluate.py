@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
 from peras.errors import UsageError
 from peras.settings import Settings
 
@@ -174,7 +174,7 @@ def evaluate(
 @click.command("build-runs")
 @click.option("--collection", required=True, help="Whose judged passages and topics to rank.")
 @click.option("--output-dir", help="Where the run files go [runs/<collection> beside the warehouse].")
-@click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True, help="Passages per topic.")
+@click.option("--depth", type=bounded(1), default=100, show_default=True, help="Passages per topic.")
 @settings_options
 def build_runs(settings: Settings, collection: str, output_dir: str | None, depth: int) -> None:
     """Build real lexical runs over a collection's judged passages with bm25s, as TREC run files.
@@ -212,7 +212,7 @@ def build_runs(settings: Settings, collection: str, output_dir: str | None, dept
 @label_options
 @click.option("--share", "shares", multiple=True, type=float, help="Share of labels to hide (repeatable) [0.1..0.9].")
 @click.option("--measure", "measures", multiple=True, help="ir_measures measure (repeatable) [nDCG@10].")
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the hiding draws.")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the hiding draws.")
 @endpoint_options
 @settings_options
 def holes(

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.common import settings_options
+from cli.common import bounded, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option(
     "--max-rows",
-    type=click.IntRange(min=1),
+    type=bounded(1),
     default=100,
     show_default=True,
     help="Rows a table shows (csv and json print every row).",
