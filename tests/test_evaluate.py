@@ -266,3 +266,23 @@ def test_a_rank_past_64_bits_names_the_file_line_and_range(settings, tmp_path, c
         "",
         f"error: {run}:2: rank 99999999999999999999999 is past the 64-bit range (-2^63 .. 2^63-1)\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("measure", "message"),
+    [
+        # a cutoff of 0: pytrec_eval aborts the whole process (exit 134) on it
+        ("nDCG@0", "measure 'nDCG@0': the cutoff must be at least 1 (@1 is the top passage), not 0"),
+        ("P@0", "measure 'P@0': the cutoff must be at least 1 (@1 is the top passage), not 0"),
+        # past what pytrec_eval's C ints hold
+        (
+            f"nDCG@{2**31}",
+            f"measure 'nDCG@{2**31}': cutoff {2**31} is past the range -2^31 .. 2^31-1 pytrec_eval takes",
+        ),
+    ],
+)
+def test_a_measure_pytrec_eval_cannot_take_is_a_usage_error(settings, tmp_path, capsys, measure, message):
+    run = write_runs(tmp_path / "three.run")
+    for command in (["evaluate", str(run), "--collection", "sample"], ["holes", "sample", "--run", "scripted"]):
+        result = cli(capsys, settings, *command, "--measure", measure)
+        assert (result.exit_code, result.out, result.err) == (2, "", f"error: {message}\n")

@@ -136,7 +136,9 @@ def evaluate(
         peras evaluate partial.run --collection dl19 --missing-topics zero
     """
     from flows.evaluate import evaluate as evaluate_flow
+    from tasks.evaluate.ranking import parse_measures
 
+    parse_measures(measures)  # before a flow run: a bad measure is a usage error, never a crash in pytrec_eval
     source = qrels if qrels in ("human", "filled") else "llm"
     judge_run = qrels if source == "llm" else run_name
     if source == "filled" and not run_name:
@@ -239,7 +241,9 @@ def holes(
         peras holes dl19 --run dl19-judge --personality HA --run-file bm25.run --run-file splade.run
     """
     from flows.evaluate import holes as holes_flow
+    from tasks.evaluate.ranking import parse_measures
 
+    parse_measures(measures)
     summary = run_flow(
         holes_flow,
         tags=run_tags("holes", collection, **endpoint_tags(settings, backend)),
