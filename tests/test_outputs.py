@@ -80,3 +80,39 @@ def test_no_command_writes_over_the_warehouse_files(judged, tmp_path, capsys, ar
     assert (snapshot(judged.warehouse), snapshot(snapshot_path(judged.warehouse))) == before
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file() or p.is_symlink())
     assert [p for p in written if not p.startswith(("peras.", "slots/"))] == ([planted] if planted else [])
+
+
+# (command and flags; what is in the way, relative to tmp_path: a directory ("dir/") or a file; the message)
+IN_THE_WAY = [
+    # the qrels' side file is taken by a directory: neither file is written
+    (
+        ["export-qrels", "--run", "scripted", "--output", "{tmp}/out.qrels"],
+        "out.qrels.confidence.tsv/",
+        "--output {tmp}/out.qrels: {tmp}/out.qrels.confidence.tsv is a directory: choose another --output",
+    ),
+    # one of the eleven run files is taken by a directory: none of them is written
+    (
+        ["build-runs", "--collection", "sample", "--output-dir", "{tmp}/runs"],
+        f"runs/{FIRST_RUN}/",
+        f"--output-dir {{tmp}}/runs: {{tmp}}/runs/{FIRST_RUN} is a directory: choose another --output-dir",
+    ),
+    # the output directory is a file
+    (
+        ["build-runs", "--collection", "sample", "--output-dir", "{tmp}/runs"],
+        "runs",
+        "--output-dir {tmp}/runs: {tmp}/runs is a file, not a directory: choose another --output-dir",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "taken", "message"), IN_THE_WAY)
+def test_a_file_output_in_the_way_writes_nothing_and_says_which(judged, tmp_path, capsys, args, taken, message):  # noqa: F811
+    blocker = tmp_path / taken.rstrip("/")
+    if taken.endswith("/"):
+        blocker.mkdir(parents=True)
+    else:
+        blocker.write_text("mine\n")
+    result = run_cli(capsys, *[arg.format(tmp=tmp_path) for arg in args], "--warehouse", str(judged.warehouse))
+    assert (result.exit_code, result.out, result.err) == (2, "", f"error: {message.format(tmp=tmp_path)}\n")
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert [p for p in written if not p.startswith(("peras.", "slots/"))] == ([] if taken.endswith("/") else [taken])
