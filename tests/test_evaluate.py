@@ -286,3 +286,32 @@ def test_a_measure_pytrec_eval_cannot_take_is_a_usage_error(settings, tmp_path, 
     for command in (["evaluate", str(run), "--collection", "sample"], ["holes", "sample", "--run", "scripted"]):
         result = cli(capsys, settings, *command, "--measure", measure)
         assert (result.exit_code, result.out, result.err) == (2, "", f"error: {message}\n")
+
+
+def test_personality_and_aggregate_together_is_a_usage_error(judged, tmp_path, capsys):
+    run = write_runs(tmp_path / "three.run")
+    both = ["--personality", "HA", "--aggregate", "majority"]
+    for command in (
+        ["evaluate", str(run), "--collection", "sample", "--qrels", "scripted"],
+        ["export-qrels", "--run", "scripted", "--output", str(tmp_path / "out.qrels")],
+    ):
+        result = cli(capsys, judged, *command, *both)
+        assert (result.exit_code, result.out, result.err) == (
+            2,
+            "",
+            "error: --personality and --aggregate each choose whose labels: give one of them\n",
+        )
+    assert not (tmp_path / "out.qrels").exists()
+
+
+def test_a_run_file_of_queries_the_collection_does_not_judge_is_a_usage_error(settings, tmp_path, capsys):
+    ingest(preset="sample", settings=settings)
+    run = tmp_path / "other.run"
+    run.write_text("q-elsewhere Q0 d1 1 2.0 mine\n")
+    result = cli(capsys, settings, "evaluate", str(run), "--collection", "sample")
+    assert (result.exit_code, result.out, result.err) == (
+        2,
+        "",
+        "error: no query of the run files (q-elsewhere) is judged in collection 'sample': "
+        "give the --collection the runs answer\n",
+    )

@@ -35,6 +35,8 @@ def label_options(func: Callable[..., Any]) -> Callable[..., Any]:
         confidence_method: str | None,
         **kwargs: Any,
     ) -> Any:
+        if personality is not None and aggregate is not None:
+            raise UsageError("--personality and --aggregate each choose whose labels: give one of them")
         labels = {
             "personality": personality,
             "aggregate": aggregate,

@@ -173,6 +173,18 @@ def read_run_files(paths: list[str]) -> pl.DataFrame:
     return read_run_lines([Path(path) for path in paths]).drop("line").rename({"file": "source"})
 
 
+@task(cache_policy=NO_CACHE)
+def check_topics(runs: pl.DataFrame, human: pl.DataFrame, collection_id: str) -> None:
+    """The run files rank at least one topic the collection judges: else every score would be over zero topics."""
+    asked = set(runs["query_id"].unique().to_list())
+    if asked and asked.isdisjoint(human["query_id"].unique().to_list()):
+        shown = ", ".join(sorted(asked)[:5]) + (" ..." if len(asked) > 5 else "")
+        raise UsageError(
+            f"no query of the run files ({shown}) is judged in collection {collection_id!r}: "
+            "give the --collection the runs answer"
+        )
+
+
 def system_sources(runs: pl.DataFrame) -> dict[str, str]:
     """{system: the run file it came from}."""
     return dict(runs.select("system", "source").unique("system").sort("system").iter_rows())
