@@ -209,8 +209,8 @@ def test_full_disk_is_one_line_naming_the_file(capsys, tmp_path):
 def test_an_api_key_a_server_echoes_is_masked_in_everything_the_run_leaves(capsys, settings, tmp_path, monkeypatch):
     from prefect.client.orchestration import get_client
 
+    from support.fake_openai import FakeOpenAI, Fault
     from tests.conftest import drain_prefect_workers
-    from tests.support.fake_openai import FakeOpenAI, Fault
 
     key = f"sk-peras-{uuid.uuid4().hex}"
     monkeypatch.setenv("PERAS_TEST_API_KEY", key)
