@@ -11,6 +11,15 @@ import click
 
 from peras.settings import Settings, load_settings
 
+# Every number a flag takes ends in a BIGINT column, a numpy seed or a Prefect parameter: past 64 bits it is refused
+# as a usage error naming the range, not an OverflowError or a flow run Prefect cannot list.
+INT64_MAX = 2**63 - 1
+
+
+def bounded(low: int, high: int = INT64_MAX) -> click.IntRange:
+    """An integer flag from `low` to `high` (at most the largest 64-bit integer)."""
+    return click.IntRange(min=low, max=min(high, INT64_MAX))
+
 
 def settings_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add --config and --warehouse; pass a resolved Settings object as `settings`."""
@@ -36,8 +45,8 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--model", help="Model name the endpoint serves.")
     @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
     @click.option("--backend", help="Backend label to record (vllm, openai, deepseek, ...).")
-    @click.option("--concurrency", type=click.IntRange(min=1), help="Requests in flight per endpoint [8].")
-    @click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
+    @click.option("--concurrency", type=bounded(1), help="Requests in flight per endpoint [8].")
+    @click.option("--request-budget", type=bounded(0), help="Most requests this run may send.")
     @functools.wraps(func)
     def wrapper(
         *args: Any,

@@ -18,7 +18,7 @@ os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 import click
 
 from cli.commands import COMMAND_MODULES
-from peras.errors import PerasError, one_line
+from peras.errors import PerasError, mask_secrets, one_line
 
 ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
@@ -71,7 +71,7 @@ def main() -> None:
 def fail(message: str, code: int) -> NoReturn:
     """Print `message` as one capped line on stderr and exit with `code`."""
     release_frames()
-    click.echo(one_line(message), err=True)
+    click.echo(one_line(mask_secrets(message)), err=True)
     sys.exit(code)
 
 

@@ -19,6 +19,7 @@ from tasks.evaluate.holes import check_shares, fill_experiment, store_holes, sum
 from tasks.evaluate.tasks import (
     build_runs,
     check_collection,
+    check_topics,
     export_qrels,
     load_human_qrels,
     load_run_labels,
@@ -54,7 +55,7 @@ def export_qrels_flow(
     labels = load_run_labels(settings, run, cot, confidence_method)
     human = load_human_qrels(settings, labels.collection_id)
     llm = one_qrels(labels, personality, aggregate)
-    return export_qrels(human, llm, fill_from_human, Path(output))
+    return export_qrels(settings, human, llm, fill_from_human, Path(output))
 
 
 @flow(name="evaluate", flow_run_name="evaluate-{collection}", log_prints=True)
@@ -82,6 +83,7 @@ def evaluate(
     chosen = measures or DEFAULT_MEASURES
     human = load_human_qrels(settings, collection)
     runs = read_run_files(run_files)
+    check_topics(runs, human, collection)
     labels = load_run_labels(settings, run, cot, confidence_method) if run else None
     sets = qrels_sets(human, check_collection(labels, collection) if labels else None, qrels, personality, aggregate)
     scores = score_under(runs, sets, chosen, missing_topics)

@@ -9,7 +9,7 @@ from prefect import flow
 from flows.judge import judge
 from peras.settings import Settings, load_settings
 from tasks.engine.shards import ROWS_PER_SHARD
-from tasks.judge_run.tasks import pool_unlabelled_pairs, read_run_files, summarize_judge_run
+from tasks.judge_run.tasks import check_personalities, pool_unlabelled_pairs, read_run_files, summarize_judge_run
 
 
 @flow(name="judge-run", flow_run_name="judge-run-{collection}", log_prints=True)
@@ -32,6 +32,7 @@ def judge_run(
     or the corpus file), and judge the pool like any judge run: same personalities, resumable, never asked twice.
     Pairs without a text are reported by run-file line, never judged."""
     settings = settings or load_settings()
+    check_personalities(settings, personalities)
     lines = read_run_files(run_files)
     pool = pool_unlabelled_pairs(settings, collection, lines, depth, corpus)
     judged = judge(

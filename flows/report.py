@@ -11,6 +11,7 @@ from tasks.metrics.tasks import refresh_views
 from tasks.report.tasks import (
     FIGURES_DIR,
     ReportSummary,
+    check_report_output,
     draw_figures,
     find_priming_plots,
     publish_report_artifact,
@@ -38,12 +39,13 @@ def report(
     """
     settings = settings or load_settings()
     out_dir = Path(output) if output else settings.reports_dir
+    check_report_output(settings, out_dir)
     refresh_views(settings)
     data = read_report_data(settings, runs, collection)
     figures = draw_figures(data, out_dir / FIGURES_DIR, personalities)
     priming_plots = find_priming_plots(settings.reports_dir / "priming")
     filters = {"runs": runs, "collection": collection, "personalities": personalities}
     html = render_report(data, figures, priming_plots, filters)
-    summary = write_report(html, out_dir / "report.html", data, figures)
+    summary = write_report(settings, html, out_dir / "report.html", data, figures)
     publish_report_artifact(summary)
     return summary

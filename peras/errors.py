@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 # A user's file can hold a 60 MB token: messages quote the start of a value and say how long it is.
 MAX_VALUE_CHARS = 80
 # And no message, whatever it quotes, is longer than this (cli/main.py caps what it prints).
 MAX_MESSAGE_CHARS = 2000
+
+
+# A server's error body may quote the caller's credentials (LiteLLM: "Received API Key = sk-..."): the values of
+# these fields are masked, and so is every key this process was given (remember_secret), wherever they appear.
+SECRET_FIELDS = re.compile(
+    r"""(?P<name>\b(?:proxy-)?authorization\b|\b(?:x-)?api[-_ ]?key\b)"""
+    r"""(?P<sep>["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+)?)(?P<value>[^\s"',;}{\]\[]{4,})""",
+    re.IGNORECASE,
+)
+MASK = "***"
+SECRETS: set[str] = set()  # the API keys this process was given (peras/llm/client.py remembers them)
+
+
+def remember_secret(value: str | None) -> None:
+    """Mask `value` in every message from now on (keys shorter than 4 characters would mask ordinary words)."""
+    if value and len(value) >= 4:
+        SECRETS.add(value)
+
+
+def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every remembered or given secret, and any Authorization / api-key / Bearer value, masked."""
+    for secret in sorted({*SECRETS, *secrets}, key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, MASK)
+    return SECRET_FIELDS.sub(lambda m: m["name"] + m["sep"] + MASK, text)
 
 
 def clip(value: object, limit: int = MAX_VALUE_CHARS, quote: bool = False) -> str:

@@ -66,6 +66,18 @@ class Fault:
     body: dict[str, Any] | str | None = None
     delay_s: float = 0.0
     drop: bool = False
+    echo_key: bool = False  # the body quotes the caller's key, as a LiteLLM proxy's 401 does
+
+
+def key_echo(headers: dict[str, str]) -> dict[str, Any]:
+    """A LiteLLM proxy's answer to a key it does not know: the key itself, quoted back in the body."""
+    key = headers.get("authorization", "").removeprefix("Bearer ").strip()
+    message = (
+        "Authentication Error, Invalid proxy server token passed. "
+        f"Received API Key = {key}, Key Hash (Token) =0f1e2d3c. "
+        "Unable to find token in cache or `LiteLLM_VerificationTokenTable`"
+    )
+    return {"error": {"message": message, "type": "auth_error", "param": "None", "code": "401"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +203,11 @@ class FakeOpenAI:
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
-            return await self._chat(body)
+            return await self._chat(body, headers)
         finally:
             self.in_flight -= 1
 
-    async def _chat(self, request: dict[str, Any]) -> tuple[bytes, bool]:
+    async def _chat(self, request: dict[str, Any], headers: dict[str, str]) -> tuple[bytes, bool]:
         try:
             reply = self.responder(request)
         except Exception as exc:  # a broken responder is a test bug: show it to the client
@@ -205,9 +217,10 @@ class FakeOpenAI:
                 await asyncio.sleep(reply.delay_s)
             if reply.drop:
                 return b"", True
-            headers = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
+            answer_headers = {} if reply.retry_after is None else {"Retry-After": str(reply.retry_after)}
             body = reply.body or {"error": {"message": f"fake fault {reply.status}", "type": "fake"}}
-            return http_response(reply.status, body, headers), False
+            body = key_echo(headers) if reply.echo_key else body
+            return http_response(reply.status, body, answer_headers), False
         if not isinstance(reply, Reply):
             reply = Reply(reply)
         if reply.delay_s:

@@ -55,3 +55,55 @@ def test_config_file_sets_the_warehouse(capsys, tmp_path):
     result = run_cli(capsys, "ingest", "sample", "--config", str(config))
     assert result.exit_code == 0, result.err
     assert (tmp_path / "from-config.duckdb").exists()
+
+
+def integer_params() -> list[tuple[str, str, object]]:
+    """(command path, flag, its type) of every integer flag of every command and subcommand."""
+    import click
+
+    found = []
+
+    def walk(command: click.Command, path: str) -> None:
+        for param in command.params:
+            if isinstance(param.type, click.types._NumberParamTypeBase) and param.type.name.startswith("integer"):
+                found.append((path, param.opts[0], param.type))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}".strip())
+
+    walk(cli, "")
+    return found
+
+
+def test_every_integer_flag_stays_within_64_bits():
+    import click
+
+    unbounded = [
+        f"peras {path} {flag}"
+        for path, flag, kind in integer_params()
+        if not isinstance(kind, click.IntRange) or kind.max is None or kind.max > 2**63 - 1
+    ]
+    assert len(integer_params()) > 30 and unbounded == []
+
+
+# Numbers past 64 bits: refused while the flags are read, before any flow run exists (issue 36, items 8 and 14)
+HUGE = [
+    (["pairwise", "sample", "--seed", "99999999999999999999"], "--seed", "99999999999999999999", 0),
+    (["fuse", "--runs", "r", "--seed", "99999999999999999999"], "--seed", "99999999999999999999", 0),
+    (["build-runs", "--collection", "sample", "--depth", str(10**30)], "--depth", str(10**30), 1),
+    (["judge", "sample", "--limit-pairs", str(2**63)], "--limit-pairs", str(2**63), 1),
+]
+
+
+@pytest.mark.parametrize(("args", "flag", "value", "low"), HUGE)
+def test_a_number_past_64_bits_is_a_usage_error_before_any_flow_run(capsys, args, flag, value, low):
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        before = client.count_flow_runs()
+    result = run_cli(capsys, *args)
+    assert result.exit_code == 2
+    assert result.err.splitlines()[-1] == (
+        f"Error: Invalid value for '{flag}': {value} is not in the range {low}<=x<=9223372036854775807."
+    )
+    with get_client(sync_client=True) as client:
+        assert client.count_flow_runs() == before

@@ -7,9 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from peras.errors import one_line
@@ -207,3 +209,46 @@ def test_full_disk_is_one_line_naming_the_file(capsys, tmp_path):
     assert result.exit_code == 1 and result.err.count("\n") == 1
     assert result.err.startswith("error: ") and f'"{tmp_path / "full"}/peras.duckdb' in result.err
     assert result.err.endswith("No space left on device: free some space and run the same command again\n")
+
+
+def test_an_api_key_a_server_echoes_is_masked_in_everything_the_run_leaves(capsys, settings, tmp_path, monkeypatch):
+    from prefect.client.orchestration import get_client
+
+    from support.fake_openai import FakeOpenAI, Fault
+    from tests.conftest import drain_prefect_workers
+
+    key = f"sk-peras-{uuid.uuid4().hex}"
+    monkeypatch.setenv("PERAS_TEST_API_KEY", key)
+    monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
+    ingest(preset="sample", settings=settings)
+    warehouse = ["--warehouse", str(settings.warehouse)]
+    endpoint = ["--model", "fake-model", "--api-key-env", "PERAS_TEST_API_KEY"]
+    with FakeOpenAI(lambda request: Fault(401, echo_key=True)) as server:  # a LiteLLM proxy that knows no such key
+        result = run_cli(capsys, "pairwise", "sample", "--run-name", "leaky", "--base-url", server.base_url, *endpoint,
+                         *warehouse)  # fmt: skip
+        sent = {r.headers["authorization"] for r in server.chat_requests}
+    report = run_cli(capsys, "report", "--output", str(tmp_path / "report"), *warehouse)
+    drain_prefect_workers()  # every log line the runs shipped is on the server now
+    assert sent == {f"Bearer {key}"}  # the server did get the key, and quoted it back
+    reason = (
+        f"{server.base_url} rejected the request: HTTP 401: Authentication Error, Invalid proxy server token passed. "
+        "Received API Key = ***, Key Hash (Token) =0f1e2d3c. Unable to find token in cache or "
+        "`LiteLLM_VerificationTokenTable` (the API key comes from $PERAS_TEST_API_KEY, which is set)"
+    )
+    assert (result.exit_code, result.out) == (1, "")
+    assert result.err.endswith(f"{reason}\n"), result.err
+    con = duckdb.connect(str(settings.warehouse), read_only=True)
+    try:
+        assert con.execute("select status, status_reason from pairwise_runs").fetchall() == [
+            ("failed", f"BackendError: {reason}")
+        ]
+    finally:
+        con.close()
+    printed = [result.out, result.err, report.out, report.err]
+    assert [text for text in printed if key in text] == []
+    # every file: warehouse, analysts' snapshot, shards, reports, logs; and Prefect's own home (its database, logs)
+    files = [*tmp_path.rglob("*"), *Path(os.environ["PREFECT_HOME"]).rglob("*")]
+    assert [str(path) for path in files if path.is_file() and key.encode() in path.read_bytes()] == []
+    with get_client(sync_client=True) as client:  # and what the API serves: flow runs' states, logs, artifacts
+        served = [client.read_flow_runs(limit=200), client.read_logs(limit=200), client.read_artifacts(limit=200)]
+    assert key not in repr(served)

@@ -259,3 +259,64 @@ def test_fuser_export_is_the_fuse_runs_labels(judged, tmp_path, capsys):
     assert set(side["confidence"]) == {80.0}
     result = cli(capsys, judged, "export-qrels", "--run", "scripted", "--aggregate", "classifier", "--output", str(out))
     assert (result.exit_code, "stores its trials' scores, not per-pair labels" in result.err) == (2, True)
+
+
+def test_a_rank_past_64_bits_names_the_file_line_and_range(settings, tmp_path, capsys):
+    ingest(preset="sample", settings=settings)
+    run = tmp_path / "huge.run"
+    run.write_text("q1 Q0 d1 1 2.0 mine\nq1 Q0 d2 99999999999999999999999 1.0 mine\n")
+    result = cli(capsys, settings, "evaluate", str(run), "--collection", "sample")
+    assert (result.exit_code, result.out, result.err) == (
+        1,
+        "",
+        f"error: {run}:2: rank 99999999999999999999999 is past the 64-bit range (-2^63 .. 2^63-1)\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("measure", "message"),
+    [
+        # a cutoff of 0: pytrec_eval aborts the whole process (exit 134) on it
+        ("nDCG@0", "measure 'nDCG@0': the cutoff must be at least 1 (@1 is the top passage), not 0"),
+        ("P@0", "measure 'P@0': the cutoff must be at least 1 (@1 is the top passage), not 0"),
+        # past what pytrec_eval's C ints hold
+        (
+            f"nDCG@{2**31}",
+            f"measure 'nDCG@{2**31}': cutoff {2**31} is past the range -2^31 .. 2^31-1 pytrec_eval takes",
+        ),
+    ],
+)
+def test_a_measure_pytrec_eval_cannot_take_is_a_usage_error(settings, tmp_path, capsys, measure, message):
+    run = write_runs(tmp_path / "three.run")
+    for command in (["evaluate", str(run), "--collection", "sample"], ["holes", "sample", "--run", "scripted"]):
+        result = cli(capsys, settings, *command, "--measure", measure)
+        assert (result.exit_code, result.out, result.err) == (2, "", f"error: {message}\n")
+
+
+def test_personality_and_aggregate_together_is_a_usage_error(judged, tmp_path, capsys):
+    run = write_runs(tmp_path / "three.run")
+    both = ["--personality", "HA", "--aggregate", "majority"]
+    for command in (
+        ["evaluate", str(run), "--collection", "sample", "--qrels", "scripted"],
+        ["export-qrels", "--run", "scripted", "--output", str(tmp_path / "out.qrels")],
+    ):
+        result = cli(capsys, judged, *command, *both)
+        assert (result.exit_code, result.out, result.err) == (
+            2,
+            "",
+            "error: --personality and --aggregate each choose whose labels: give one of them\n",
+        )
+    assert not (tmp_path / "out.qrels").exists()
+
+
+def test_a_run_file_of_queries_the_collection_does_not_judge_is_a_usage_error(settings, tmp_path, capsys):
+    ingest(preset="sample", settings=settings)
+    run = tmp_path / "other.run"
+    run.write_text("q-elsewhere Q0 d1 1 2.0 mine\n")
+    result = cli(capsys, settings, "evaluate", str(run), "--collection", "sample")
+    assert (result.exit_code, result.out, result.err) == (
+        2,
+        "",
+        "error: no query of the run files (q-elsewhere) is judged in collection 'sample': "
+        "give the --collection the runs answer\n",
+    )

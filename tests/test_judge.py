@@ -436,3 +436,17 @@ def test_a_judge_run_shows_its_progress_as_a_prefect_artifact(sample):
     with get_client(sync_client=True) as client:
         found = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
     assert [(a.type, a.data) for a in found] == [("progress", 100.0)]
+
+
+def test_a_huge_n_samples_is_asked_batch_by_batch_until_the_budget_stops_it(sample, capsys):
+    from tests.helpers import run_cli
+
+    with FakeOpenAI(instant) as server:
+        endpoint = ["--base-url", server.base_url, "--model", "fake-model", "--warehouse", str(sample.warehouse)]
+        result = run_cli(capsys, "judge", "sample", "--confidence-method", "sampling", "--personality", "default",
+                         "--cot", "without", "--limit-pairs", "1", "--n-samples", "50000000", "--request-budget", "5",
+                         *endpoint)  # fmt: skip
+        sent = len(server.chat_requests)
+    assert result.exit_code == 1 and result.err.count("\n") == 1, result.err
+    assert "--request-budget" in result.err and "MemoryError" not in result.err, result.err
+    assert sent <= 5

@@ -321,3 +321,35 @@ def test_real_dl19_run_judges_exactly_its_unlabelled_top_k(settings, shared_data
         [f"{run}:{len(lines)}: query {topics[0]} passage no-such-passage: no passage text"],
     )
     assert rows(settings, "select query_id, doc_id from judgments order by all") == expected
+
+
+@pytest.mark.integration
+def test_an_unknown_personality_is_refused_before_the_pool_is_written(sample, capsys):
+    before = snapshot(sample.warehouse)
+    result = run_cli(capsys, "judge-run", str(RUN), "--collection", "sample", "--corpus", str(CORPUS),
+                     "--personality", "NOPE", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                     "--warehouse", str(sample.warehouse))  # fmt: skip
+    assert (result.exit_code, result.out, result.err) == (
+        2,
+        "",
+        "error: unknown personality NOPE; known: default, HA, LA, HC, LC, HE, LE, HN, LN, HO, LO\n",
+    )
+    assert snapshot(sample.warehouse) == before  # no pool_pairs, no pool_passages
+
+
+@pytest.mark.integration
+def test_a_corpus_with_an_empty_passage_text_names_its_line_and_writes_nothing(sample, tmp_path, capsys):
+    corpus = tmp_path / "corpus.tsv"
+    lines = CORPUS.read_text().splitlines()
+    doc_id = lines[1].split("\t")[0]
+    corpus.write_text("\n".join([lines[0], f"{doc_id}\t ", *lines[2:]]) + "\n")
+    before = snapshot(sample.warehouse)
+    result = run_cli(capsys, "judge-run", str(RUN), "--collection", "sample", "--corpus", str(corpus),
+                     "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                     "--warehouse", str(sample.warehouse))  # fmt: skip
+    assert (result.exit_code, result.out, result.err) == (
+        1,
+        "",
+        f"error: {corpus}:2: passage {doc_id} has an empty text: give every passage its text\n",
+    )
+    assert snapshot(sample.warehouse) == before

@@ -35,6 +35,7 @@ from peras.warehouse import connect, migrations, open_migrated  # noqa: E402
 from support.fake_openai import FakeOpenAI, instant  # noqa: E402
 from support.prefect_server import free_port  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
+from tests.test_warehouse_tools import ATTACKS, REFUSED, file_digests  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -439,3 +440,73 @@ def test_two_processes_asking_one_run_on_a_lake_one_is_refused_and_nothing_is_co
     assert second.returncode != 0 and "toy run 'toy' is being asked by another process" in second.stderr
     assert query(lake, "select count(*), count(distinct word) from toy_answers") == [(20, 20)]
     assert query(lake, "select status from toy_runs") == [("published",)]
+
+
+# DuckLake's own ways to change the lake or reach past it, beside every escape tried on a DuckDB file
+LAKE_ATTACKS = [
+    *ATTACKS,
+    # maintenance functions: delete the lake's data files, or write new ones
+    (
+        "select * from ducklake_cleanup_old_files('lake', cleanup_all => true)",
+        f"error: peras sql does not run ducklake_cleanup_old_files() {REFUSED}",
+    ),
+    (
+        "select * from ducklake_merge_adjacent_files('lake')",
+        f"error: peras sql does not run ducklake_merge_adjacent_files() {REFUSED}",
+    ),
+    (
+        "call ducklake_merge_adjacent_files('lake')",
+        f"error: peras sql runs queries (SELECT), not CALL statements {REFUSED}",
+    ),
+    # SQL run on the catalog's PostgreSQL server (pg_read_file reads the server's files)
+    (
+        "select * from postgres_query('__ducklake_metadata_lake', 'select 1')",
+        f"error: peras sql does not run postgres_query() {REFUSED}",
+    ),
+    # the catalog's tables themselves
+    (
+        "delete from __ducklake_metadata_lake.public.ducklake_table",
+        f"error: peras sql runs queries (SELECT), not DELETE statements {REFUSED}",
+    ),
+]
+
+
+def tree_digests(directory: Path) -> dict[str, str]:
+    """Every file under `directory` by relative path, hashed: a refused statement leaves them all as they were."""
+    return {str(p.relative_to(directory)): file_digests(p)[0] for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(("attack", "message"), LAKE_ATTACKS)
+def test_sql_on_a_lake_refuses_every_escape_a_file_refuses(lake, capsys, tmp_path, attack, message):
+    with open_migrated(lake.warehouse) as con:  # more rows than DuckLake inlines: a Parquet file in the data path
+        con.execute(
+            "insert into qrels (collection_id, query_id, doc_id, relevance, qrels_set) "
+            "select 'mine', 'q' || i % 10, 'd' || i, i % 4, 'test' from range(200) as t(i)"
+        )
+    data = Path(os.environ["PERAS_LAKE_DATA_PATH"]).resolve()
+    [target] = (data / "main" / "qrels").glob("*.parquet")
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as con:
+        con.execute("create table t as select 1 as x")
+    paths = {"warehouse": target, "snapshot": target.with_name("new.parquet"), "other": other}
+    before = tree_digests(data), file_digests(other)
+    result = run_cli(capsys, "sql", attack.format(**paths))
+    assert result.exit_code == 2 and result.err.count("\n") == 1, result.err
+    assert result.err.startswith(message.format(**paths)), result.err
+    assert (tree_digests(data), file_digests(other)) == before
+    counted = run_cli(capsys, "sql", "select count(*) as n from qrels", "--format", "csv")
+    assert (counted.exit_code, counted.out, counted.err) == (0, "n\n200\n", "")
+
+
+def test_no_command_writes_into_the_lakes_data_path(lake, capsys):
+    with open_migrated(lake.warehouse):
+        pass
+    data = Path(os.environ["PERAS_LAKE_DATA_PATH"]).resolve()
+    output = data / "main" / "qrels" / "mine.parquet"
+    before = tree_digests(data)
+    result = run_cli(capsys, "export", "qrels", "--output", str(output))
+    assert (result.exit_code, result.err) == (
+        2,
+        f"error: --output {output} is inside the DuckLake warehouse's data path {data}: choose another file name\n",
+    )
+    assert tree_digests(data) == before

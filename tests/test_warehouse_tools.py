@@ -75,6 +75,10 @@ def warehouse(settings, tmp_path):
     return settings
 
 
+# What every refused `peras sql` statement ends with.
+REFUSED = "(peras sql reads only the warehouse; save a result with --format csv > FILE)"
+
+
 def sql(capsys, settings, query: str, *options: str):
     return run_cli(capsys, "sql", query, "--warehouse", str(settings.warehouse), *options)
 
@@ -130,8 +134,8 @@ def test_sql_prints_a_table_csv_and_json(capsys, warehouse):
         ("selec 1", 'error: Parser Error: syntax error at or near "selec"\n'),
         # an unknown table: with DuckDB's suggestion, on the same line
         ("select * from qrel", "error: Catalog Error: Table with name qrel does not exist! Did you mean"),
-        # the warehouse is opened read-only: nothing can change it
-        ("delete from qrels", 'error: Invalid Input Error: Cannot execute statement of type "DELETE" on database'),
+        # only queries run: nothing can change the warehouse
+        ("delete from qrels", f"error: peras sql runs queries (SELECT), not DELETE statements {REFUSED}\n"),
     ],
 )
 def test_bad_sql_is_one_line_and_exit_2(capsys, warehouse, query, message):
@@ -259,19 +263,37 @@ def file_digests(*paths: Path) -> list[str]:
     return [hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent" for path in paths]
 
 
+# Every way out of `peras sql` tried, on a DuckDB file and on a DuckLake warehouse alike (tests/test_lake.py):
+# {warehouse} is a file the warehouse is made of (the DuckDB file; a Parquet file of the lake), {snapshot} another
+# file beside it (the analysts' snapshot; a new file in the lake's data path), {other} an unrelated DuckDB file.
 ATTACKS = [
     # overwrite the warehouse with COPY
-    ("copy (select 1 as x) to '{warehouse}'", 'error: Permission Error: Cannot access file "{warehouse}"'),
-    # or the analysts' snapshot
-    ("copy (select 1 as x) to '{snapshot}' (format parquet)", "error: Permission Error: Cannot access file"),
+    ("copy (select 1 as x) to '{warehouse}'", f"error: peras sql runs queries (SELECT), not COPY statements {REFUSED}"),
+    # or write beside it
+    (
+        "copy (select 1 as x) to '{snapshot}' (format parquet)",
+        f"error: peras sql runs queries (SELECT), not COPY statements {REFUSED}",
+    ),
+    # the whole database, to a directory
+    ("export database '{snapshot}.d'", f"error: peras sql runs queries (SELECT), not EXPORT statements {REFUSED}"),
     # attach another DuckDB file read-write and delete from it
-    ("attach '{other}' as other (read_write); delete from other.t", "error: Permission Error: Cannot access file"),
+    (
+        "attach '{other}' as other (read_write); delete from other.t",
+        f"error: peras sql runs queries (SELECT), not ATTACH statements {REFUSED}",
+    ),
+    # a write hidden in the text of a query
+    (
+        "select * from query('copy (select 1 as x) to ''{warehouse}''')",
+        f"error: peras sql does not run query() {REFUSED}",
+    ),
     # read any file on the machine
     ("select * from read_csv('/etc/passwd')", 'error: Permission Error: Cannot access file "/etc/passwd"'),
     # list the home directory
     ("select * from glob('~/*')", "error: Permission Error: Cannot access file"),
     # switch the protection off first
-    ("set enable_external_access = true", "error: Invalid Input Error: Cannot change configuration option"),
+    ("set enable_external_access = true", f"error: peras sql runs queries (SELECT), not SET statements {REFUSED}"),
+    # checkpoint: a write of the database file
+    ("checkpoint", f"error: peras sql runs queries (SELECT), not CALL statements {REFUSED}"),
 ]
 
 

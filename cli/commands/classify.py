@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.common import run_flow, run_tags, settings_options
+from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,10 +30,10 @@ LEARNER_NAMES = ("rf", "xgboost", "lightgbm", "ordinal_logit", "rf_no_conf")
     metavar="GLOB",
     help="Runs whose judgments are the features, one column each (repeatable); a glob matches NAME or COLLECTION:NAME.",
 )
-@click.option("--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Random splits.")
+@click.option("--trials", type=bounded(1), default=50, show_default=True, help="Random splits.")
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=bounded(0),
     default=42,
     show_default=True,
     help="Base seed; each trial's seed is drawn from it and recorded.",

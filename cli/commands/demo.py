@@ -6,13 +6,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_tags, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
 @click.command()
-@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N sample pairs.")
-@click.option("--trials", type=click.IntRange(min=1), default=50, show_default=True, help="Classifier trials.")
+@click.option("--limit-pairs", type=bounded(1), help="Judge only the first N sample pairs.")
+@click.option("--trials", type=bounded(1), default=50, show_default=True, help="Classifier trials.")
 @settings_options
 def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.

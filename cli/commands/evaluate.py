@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
 from peras.errors import UsageError
 from peras.settings import Settings
 
@@ -35,6 +35,8 @@ def label_options(func: Callable[..., Any]) -> Callable[..., Any]:
         confidence_method: str | None,
         **kwargs: Any,
     ) -> Any:
+        if personality is not None and aggregate is not None:
+            raise UsageError("--personality and --aggregate each choose whose labels: give one of them")
         labels = {
             "personality": personality,
             "aggregate": aggregate,
@@ -136,7 +138,9 @@ def evaluate(
         peras evaluate partial.run --collection dl19 --missing-topics zero
     """
     from flows.evaluate import evaluate as evaluate_flow
+    from tasks.evaluate.ranking import parse_measures
 
+    parse_measures(measures)  # before a flow run: a bad measure is a usage error, never a crash in pytrec_eval
     source = qrels if qrels in ("human", "filled") else "llm"
     judge_run = qrels if source == "llm" else run_name
     if source == "filled" and not run_name:
@@ -174,7 +178,7 @@ def evaluate(
 @click.command("build-runs")
 @click.option("--collection", required=True, help="Whose judged passages and topics to rank.")
 @click.option("--output-dir", help="Where the run files go [runs/<collection> beside the warehouse].")
-@click.option("--depth", type=click.IntRange(min=1), default=100, show_default=True, help="Passages per topic.")
+@click.option("--depth", type=bounded(1), default=100, show_default=True, help="Passages per topic.")
 @settings_options
 def build_runs(settings: Settings, collection: str, output_dir: str | None, depth: int) -> None:
     """Build real lexical runs over a collection's judged passages with bm25s, as TREC run files.
@@ -212,7 +216,7 @@ def build_runs(settings: Settings, collection: str, output_dir: str | None, dept
 @label_options
 @click.option("--share", "shares", multiple=True, type=float, help="Share of labels to hide (repeatable) [0.1..0.9].")
 @click.option("--measure", "measures", multiple=True, help="ir_measures measure (repeatable) [nDCG@10].")
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the hiding draws.")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the hiding draws.")
 @endpoint_options
 @settings_options
 def holes(
@@ -239,7 +243,9 @@ def holes(
         peras holes dl19 --run dl19-judge --personality HA --run-file bm25.run --run-file splade.run
     """
     from flows.evaluate import holes as holes_flow
+    from tasks.evaluate.ranking import parse_measures
 
+    parse_measures(measures)
     summary = run_flow(
         holes_flow,
         tags=run_tags("holes", collection, **endpoint_tags(settings, backend)),

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
 from cli.common import settings_options
-from peras.errors import UsageError
+from peras.outputs import check_writable, refuse_warehouse_files
 from peras.settings import Settings
 
 
@@ -41,19 +40,10 @@ def export(settings: Settings, name: str, fmt: str | None, output: Path | None) 
 
     chosen = infer_format(output, fmt)
     path = output or Path(f"{name}.{chosen}")
-    refuse_warehouse_files(path, settings.warehouse)
+    refuse_warehouse_files([path], settings.warehouse, "--output", path)
+    check_writable([path], "--output", path)
     n_rows = export_relation(analyst_source(settings.warehouse), name, chosen, path)
     click.echo(f"wrote {n_rows:,} rows of {name} to {path} ({chosen})")
-
-
-def refuse_warehouse_files(output: Path, warehouse: Path) -> None:
-    """An export never overwrites the warehouse, its write-ahead log or the analysts' snapshot (links resolved)."""
-    from peras.warehouse import snapshot_path, wal_path
-
-    for protected in (warehouse, wal_path(warehouse), snapshot_path(warehouse)):
-        same = output.resolve() == protected.resolve()
-        if same or (output.exists() and protected.exists() and os.path.samefile(output, protected)):
-            raise UsageError(f"--output {output} is the warehouse's file {protected}: choose another file name")
 
 
 COMMANDS = [export]

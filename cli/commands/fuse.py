@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.common import model_and_backend, run_flow, run_tags, settings_options
+from cli.common import bounded, model_and_backend, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -24,8 +24,8 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--fuser-base-url", "fuser_base_urls", multiple=True, help="The fuser's OpenAI-compatible base URL.")
     @click.option("--api-key-env", help="Environment variable holding the fuser endpoint's key [OPENAI_API_KEY].")
     @click.option("--backend", help="Backend label to record for the fuser (vllm, openai, ...).")
-    @click.option("--concurrency", type=click.IntRange(min=1), help="Fuser requests in flight per endpoint [8].")
-    @click.option("--request-budget", type=click.IntRange(min=0), help="Most requests this run may send.")
+    @click.option("--concurrency", type=bounded(1), help="Fuser requests in flight per endpoint [8].")
+    @click.option("--request-budget", type=bounded(0), help="Most requests this run may send.")
     @functools.wraps(func)
     def wrapper(
         *args: Any,
@@ -62,10 +62,8 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--confidence-method", help="Only the judgments of this confidence method (verbalized, self, ...).")
 @click.option("--baselines-only", is_flag=True, help="Only the voting baselines: no fuser, no LLM.")
 @click.option("--named", is_flag=True, help="Show the fuser the judges' names (default: anonymised, Judge 1..m).")
-@click.option("--pairs", "n_pairs", type=click.IntRange(min=1), help="Ask the fuser about N pairs only [all].")
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the judges' order per pair."
-)
+@click.option("--pairs", "n_pairs", type=bounded(1), help="Ask the fuser about N pairs only [all].")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the judges' order per pair.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option("--retry-failed", is_flag=True, help="Ask again the fuser answers this run stored as failures.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import run_flow, run_tags, settings_options
+from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -16,7 +16,7 @@ from peras.settings import Settings
 @click.option("--collection", required=True, help="Ingested collection whose qrels the labels are scored against.")
 @click.option(
     "--confidence-column",
-    type=click.IntRange(min=5),
+    type=bounded(5),
     metavar="N",
     help="1-based column holding a 0-100 confidence (5 = right after the label).",
 )

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.common import run_flow, run_tags, settings_options
+from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 from tasks.ingest.sources import presets
 
@@ -18,7 +18,7 @@ from tasks.ingest.sources import presets
 @click.option("--qrels", "qrels", multiple=True, help="TREC qrels file, or SET=FILE (repeatable).")
 @click.option("--queries", type=click.Path(path_type=Path), help="Queries TSV: query_id<TAB>text.")
 @click.option("--passages", type=click.Path(path_type=Path), help="collection.tsv or JSONL passages.")
-@click.option("--subset-topics", type=click.IntRange(min=1), help="Topics in the balanced subset.")
+@click.option("--subset-topics", type=bounded(1), help="Topics in the balanced subset.")
 @click.option("--data-dir", type=click.Path(path_type=Path), help="Where presets' files are [../shared/data].")
 @click.option("--force", is_flag=True, help="Re-read even if the files are unchanged.")
 @settings_options

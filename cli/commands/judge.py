@@ -8,7 +8,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.errors import UsageError
 from peras.models import ModelPreset
@@ -37,14 +37,14 @@ JUDGING_OPTIONS = [
     click.option("--run-name", help="Name of the run (re-using a name resumes it)."),
     click.option(
         "--n-samples",
-        type=click.IntRange(min=1),
+        type=bounded(1),
         default=10,
         show_default=True,
         help="Answers per item for the sampling method.",
     ),
     click.option(
         "--chunk-size",
-        type=click.IntRange(min=1),
+        type=bounded(1),
         default=ROWS_PER_SHARD,
         show_default=True,
         help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging "
@@ -111,7 +111,7 @@ def spread_line(result: dict[str, Any]) -> str:
     "balanced for dl19, dl20, dl21; the whole collection otherwise].",
 )
 @click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
-@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs (a quick look).")
+@click.option("--limit-pairs", type=bounded(1), help="Judge only the first N pairs (a quick look).")
 @click.option(
     "--personality-set",
     help="Judge with a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
@@ -119,7 +119,7 @@ def spread_line(result: dict[str, Any]) -> str:
 )
 @click.option(
     "--parts",
-    type=click.IntRange(min=1),
+    type=bounded(1),
     help="Spread the run over hosts: N child runs of --deployment that the workers of its pool take, each on its "
     "own host's LLM server (needs a DuckLake warehouse every host reaches: docs/scaling.md).",
 )

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from cli.commands.judge import judged_line, judging_options, judging_parameters
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -34,9 +34,7 @@ def pool_lines(result: dict[str, Any]) -> list[str]:
 @click.command(name="judge-run")
 @click.argument("run_files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--collection", required=True, help="Collection whose queries and qrels the runs are for.")
-@click.option(
-    "--depth", type=click.IntRange(min=1), default=10, show_default=True, help="Top K per system and query to judge."
-)
+@click.option("--depth", type=bounded(1), default=10, show_default=True, help="Top K per system and query to judge.")
 @click.option(
     "--corpus",
     type=click.Path(path_type=Path),

@@ -90,7 +90,7 @@ def metrics(
         settings=settings,
     )
     if output is not None:
-        for path in write_metrics(frames, fmt if fmt != "table" else "csv", output):
+        for path in write_metrics(frames, fmt if fmt != "table" else "csv", output, settings.warehouse):
             click.echo(f"wrote {path}")
     elif fmt == "json":
         click.echo(metrics_json(frames))

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
@@ -28,7 +28,7 @@ from tasks.ingest.sources import default_subset
 )
 @click.option(
     "--pairs-per-topic",
-    type=click.IntRange(min=1),
+    type=bounded(1),
     default=8,
     show_default=True,
     help="Pairs drawn per topic, spread over grade differences 0-3.",
@@ -39,7 +39,7 @@ from tasks.ingest.sources import default_subset
     help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
     "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the pair draws.")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the pair draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
     "--retry-failed",

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
 from peras.prompting import CANONICAL_ORDER
 from peras.settings import Settings
 
@@ -16,7 +16,7 @@ CONDITIONS = CANONICAL_ORDER[1:]
 
 ITEMS_OPTION = click.option(
     "--items-per-domain",
-    type=click.IntRange(1, 12),
+    type=bounded(1, 12),
     default=12,
     show_default=True,
     help="Ask the first N items of each BFI-2 domain (12: all 60; 2: a quick look at 10).",
@@ -46,14 +46,14 @@ def personas() -> None:
 )
 @click.option(
     "--samples",
-    type=click.IntRange(min=2),
+    type=bounded(2),
     default=5,
     show_default=True,
     help="Sampled answers per item, besides the greedy one (a score's spread needs 2+).",
 )
 @click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=0.7, show_default=True,
               help="Temperature of the sampled answers.")  # fmt: skip
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Sample i is sent with seed+i.")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Sample i is sent with seed+i.")
 @click.option("--run-name", help="Name of the check run (re-using a name resumes it) [personas-SET-MODEL].")
 @click.option("--retry-failed", is_flag=True, help="Ask again the answers this run stored as unreadable or refused.")
 @ITEMS_OPTION
@@ -129,11 +129,11 @@ def print_summary(summary: dict[str, Any]) -> None:
 @click.argument("name")
 @click.option("--condition", "conditions", multiple=True, type=click.Choice(CONDITIONS),
               help="Build only this condition (repeatable) [all ten].")  # fmt: skip
-@click.option("--max-rounds", type=click.IntRange(min=1), default=3, show_default=True,
+@click.option("--max-rounds", type=bounded(1), default=3, show_default=True,
               help="Rounds a condition may take: one failing its check is built again with a new sample.")  # fmt: skip
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True,
+@click.option("--seed", type=bounded(0), default=42, show_default=True,
               help="Round r samples both steps with seed + r (and the check's sample i with seed + i).")  # fmt: skip
-@click.option("--check-samples", type=click.IntRange(min=2), default=5, show_default=True,
+@click.option("--check-samples", type=bounded(2), default=5, show_default=True,
               help="Sampled answers per BFI-2 item in each round's check.")  # fmt: skip
 @click.option("--check-temperature", type=click.FloatRange(min=0, min_open=True), default=0.7, show_default=True,
               help="Temperature of the check's sampled answers.")  # fmt: skip

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -43,8 +43,8 @@ DEFAULT_COLLECTION = "dl19"
 @click.option(
     "--topic", "topics", multiple=True, help="Topic id (repeatable) [those with 12+ passages at every level]."
 )
-@click.option("--limit-topics", type=click.IntRange(min=1), help="Only the first N topics (a quick look).")
-@click.option("--trials", type=click.IntRange(min=1), default=20, show_default=True, help="Trials per topic.")
+@click.option("--limit-topics", type=bounded(1), help="Only the first N topics (a quick look).")
+@click.option("--trials", type=bounded(1), default=20, show_default=True, help="Trials per topic.")
 @click.option(
     "--setting",
     "batch_settings",
@@ -59,7 +59,7 @@ DEFAULT_COLLECTION = "dl19"
     help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
     "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=42, show_default=True, help="Seed of the draws.")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
     "--frequency-penalty", type=float, help="Sent with every request [the preset's: the study's 1 for Llama]."
@@ -67,7 +67,7 @@ DEFAULT_COLLECTION = "dl19"
 @click.option("--presence-penalty", type=float, help="Sent with every request [the preset's: the study's 0 for Llama].")
 @click.option(
     "--min-per-level",
-    type=click.IntRange(min=1),
+    type=bounded(1),
     default=12,
     show_default=True,
     help="Topic rule: judged passages needed at each level 0-3.",

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.common import settings_options
+from cli.common import bounded, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option(
     "--max-rows",
-    type=click.IntRange(min=1),
+    type=bounded(1),
     default=100,
     show_default=True,
     help="Rows a table shows (csv and json print every row).",
@@ -66,16 +66,16 @@ def run_locked_down(warehouse: Path, text: str) -> pl.DataFrame | None:
     import duckdb
 
     from peras.warehouse import analyst_source, connect, lock_down
-    from peras.warehouse_tools import one_line
+    from peras.warehouse_tools import QUERY_HINT, one_line, refuse_changes
 
     with connect(analyst_source(warehouse), read_only=True) as con:
         lock_down(con)
+        refuse_changes(con, text)
         try:
             relation = con.sql(text)
             return None if relation is None else relation.pl()
         except duckdb.PermissionException as exc:
-            hint = "peras sql reads only the warehouse; save a result with --format csv > FILE"
-            raise UsageError(f"{one_line(exc)} ({hint})") from exc
+            raise UsageError(f"{one_line(exc)} ({QUERY_HINT})") from exc
         except duckdb.Error as exc:
             raise UsageError(one_line(exc)) from exc
 

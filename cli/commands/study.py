@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.common import run_flow, run_tags, settings_options
+from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -22,10 +22,10 @@ from peras.settings import Settings
 @click.option("--model", "models", multiple=True, help="Model preset (repeatable) [every preset of peras/models.toml].")
 @click.option("--collection", "collections", multiple=True, help="Collection (repeatable) [llmjudge dl19 dl20 dl21].")
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable) [all 11].")
-@click.option("--limit-pairs", type=click.IntRange(min=1), help="Judge only the first N pairs of each collection.")
-@click.option("--classifier-trials", type=click.IntRange(min=1), default=50, show_default=True, help="DL21 trials.")
-@click.option("--priming-trials", type=click.IntRange(min=1), default=20, show_default=True, help="DL19 trials.")
-@click.option("--priming-topics", type=click.IntRange(min=1), help="Prime only the first N DL19 topics.")
+@click.option("--limit-pairs", type=bounded(1), help="Judge only the first N pairs of each collection.")
+@click.option("--classifier-trials", type=bounded(1), default=50, show_default=True, help="DL21 trials.")
+@click.option("--priming-trials", type=bounded(1), default=20, show_default=True, help="DL19 trials.")
+@click.option("--priming-topics", type=bounded(1), help="Prime only the first N DL19 topics.")
 @click.option("--dry-run", is_flag=True, help="Print what would be asked and stop.")
 @settings_options
 def study(

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from peras.errors import BackendError, BudgetReached, RequestRejected, UsageError
+from peras.errors import BackendError, BudgetReached, RequestRejected, UsageError, mask_secrets, remember_secret
 from peras.llm.limits import EndpointSlots
 from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
 from peras.llm.transport import Backend, TransportError, make_transport
@@ -130,6 +130,7 @@ class LLMClient:
         self.notice_after_s = notice_after_s
         self._api_key_env = api_key_env
         api_key = os.environ.get(api_key_env) if api_key_env else None
+        remember_secret(api_key)  # masked in every message from now on, whatever a server echoes back
         self._key_given = bool(api_key)
         self._endpoints = [
             _Endpoint(
@@ -239,7 +240,7 @@ class LLMClient:
                     if result is not None:
                         endpoint.failures = 0
                         return result
-                    problem = f"HTTP 200 but not a chat completion: {content[:200]!r}"
+                    problem = mask_secrets(f"HTTP 200 but not a chat completion: {content[:200]!r}")
                 elif status in RETRY_STATUSES or status >= 500:
                     problem = f"HTTP {status}: {error_message(content)}"
                 else:

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from peras.errors import mask_secrets
+
 
 @dataclass(slots=True)
 class ChatResult:
@@ -101,7 +103,11 @@ def retry_after_s(headers: dict[str, str]) -> float | None:
 
 
 def error_message(content: bytes) -> str:
-    """The server's error message on one line, from an OpenAI error body or the raw text."""
+    """The server's error message on one line, from an OpenAI error body or the raw text, credentials masked.
+
+    A gateway may quote the caller's key back ("Received API Key = sk-..."): masked here, before the text reaches
+    an exception, a stored request row or run status, a log line or the terminal.
+    """
     try:
         data = json.loads(content)
         error = data.get("error", data) if isinstance(data, dict) else data
@@ -109,5 +115,5 @@ def error_message(content: bytes) -> str:
         text = str(message if message is not None else data)
     except ValueError:
         text = content.decode("utf-8", "replace")
-    text = " ".join(text.split())
+    text = mask_secrets(" ".join(text.split()))
     return (text[:300] + "...") if len(text) > 300 else (text or "(empty body)")

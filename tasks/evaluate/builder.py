@@ -7,7 +7,6 @@ BM25 variants only (Robertson, Lucene, ATIRE, BM25L, BM25+): it has no query-lik
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import bm25s
 import polars as pl
@@ -63,10 +62,6 @@ def build_run(config: Bm25Config, queries: pl.DataFrame, passages: pl.DataFrame,
     return pl.DataFrame(rows, schema=RUN_COLUMNS, orient="row")
 
 
-def write_run(run: pl.DataFrame, path: Path) -> Path:
-    """A TREC run file (`query_id Q0 doc_id rank score system`); scores written exactly (repr of the double)."""
-    lines = [f"{q} Q0 {d} {r} {s!r} {t}\n" for t, q, d, r, s in run.select(*RUN_COLUMNS).iter_rows()]
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(lines), encoding="utf-8")
-    partial.replace(path)
-    return path
+def run_text(run: pl.DataFrame) -> str:
+    """A TREC run file's text (`query_id Q0 doc_id rank score system`); scores written exactly (repr of the double)."""
+    return "".join(f"{q} Q0 {d} {r} {s!r} {t}\n" for t, q, d, r, s in run.select(*RUN_COLUMNS).iter_rows())

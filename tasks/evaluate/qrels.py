@@ -73,26 +73,16 @@ def hidden_at(order: pl.DataFrame, share: float) -> pl.DataFrame:
     return order.filter(pl.col("order_in_grade") < (pl.col("grade_size") * share + 0.5).floor())
 
 
-def write_qrels(qrels: pl.DataFrame, path: Path) -> Path:
-    """TREC qrels (`query_id 0 doc_id relevance`), sorted; the side file <path>.confidence.tsv keeps confidences."""
+def qrels_files(qrels: pl.DataFrame, path: Path) -> dict[Path, str]:
+    """TREC qrels (`query_id 0 doc_id relevance`), sorted, and the side file <path>.confidence.tsv of confidences."""
     ordered = qrels.sort("query_id", "doc_id")
     lines = [f"{q} 0 {d} {r}\n" for q, d, r in ordered.select("query_id", "doc_id", "relevance").iter_rows()]
     side = ordered.select(
         "query_id", "doc_id", "relevance", *[c for c in ("confidence", "source") if c in ordered.columns]
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, "".join(lines))
-    write_atomically(confidence_path(path), side.write_csv(separator="\t"))
-    return path
+    return {path: "".join(lines), confidence_path(path): side.write_csv(separator="\t")}
 
 
 def confidence_path(path: Path) -> Path:
     """Where the confidences of a qrels file go."""
     return path.with_name(path.name + ".confidence.tsv")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write a whole file or nothing: a temporary file renamed over the target."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)

@@ -42,7 +42,17 @@ def parse_measures(names: Sequence[str]) -> list[ir_measures.Measure]:
             raise UsageError(
                 f"unknown measure {name!r} ({exc}); use ir_measures names such as nDCG@10, AP@100"
             ) from exc
+        check_measure_params(name, measures[-1])
     return measures
+
+
+def check_measure_params(name: str, measure: ir_measures.Measure) -> None:
+    """A cutoff of at least 1, and integer parameters pytrec_eval can take (C ints): else it aborts the process."""
+    for key, value in dict(measure.params).items():
+        if key == "cutoff" and isinstance(value, int) and value < 1:
+            raise UsageError(f"measure {name!r}: the cutoff must be at least 1 (@1 is the top passage), not {value}")
+        if isinstance(value, int) and not -(2**31) <= value < 2**31:
+            raise UsageError(f"measure {name!r}: {key} {value} is past the range -2^31 .. 2^31-1 pytrec_eval takes")
 
 
 def as_qrels(qrels: pl.DataFrame) -> list[ir_measures.Qrel]:

@@ -18,11 +18,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import UsageError
+from peras.outputs import write_files
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, transaction
-from tasks.evaluate.builder import CONFIGS, build_run, write_run
-from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, write_qrels
+from tasks.evaluate.builder import CONFIGS, build_run, run_text
+from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, qrels_files
 from tasks.evaluate.ranking import ALL_TOPICS, MISSING_TOPICS, TIE_ORDER, compare_rankings, score_systems
 from tasks.shared.run_files import read_run_lines
 
@@ -153,10 +154,12 @@ def check_collection(labels: RunLabels, collection_id: str) -> RunLabels:
 
 
 @task(cache_policy=NO_CACHE)
-def export_qrels(human: pl.DataFrame, llm: pl.DataFrame, fill_from_human: bool, output: Path) -> dict[str, Any]:
-    """Write the qrels file and its confidences; LLM labels alone, or filling the human qrels' holes."""
+def export_qrels(
+    settings: Settings, human: pl.DataFrame, llm: pl.DataFrame, fill_from_human: bool, output: Path
+) -> dict[str, Any]:
+    """Write the qrels file and its confidences (both or neither); LLM labels alone, or filling the human holes."""
     qrels = fill_holes(human, llm) if fill_from_human else llm.with_columns(source=pl.lit("llm"))
-    write_qrels(qrels, output)
+    write_files(qrels_files(qrels, output), settings.warehouse, "--output", output)
     n_llm = qrels.filter(pl.col("source") == "llm").height
     return {"output": str(output), "n_pairs": qrels.height, "n_llm": n_llm, "n_human": qrels.height - n_llm}
 
@@ -168,6 +171,18 @@ def read_run_files(paths: list[str]) -> pl.DataFrame:
     if missing:
         raise UsageError(f"run file {missing[0]} does not exist")
     return read_run_lines([Path(path) for path in paths]).drop("line").rename({"file": "source"})
+
+
+@task(cache_policy=NO_CACHE)
+def check_topics(runs: pl.DataFrame, human: pl.DataFrame, collection_id: str) -> None:
+    """The run files rank at least one topic the collection judges: else every score would be over zero topics."""
+    asked = set(runs["query_id"].unique().to_list())
+    if asked and asked.isdisjoint(human["query_id"].unique().to_list()):
+        shown = ", ".join(sorted(asked)[:5]) + (" ..." if len(asked) > 5 else "")
+        raise UsageError(
+            f"no query of the run files ({shown}) is judged in collection {collection_id!r}: "
+            "give the --collection the runs answer"
+        )
 
 
 def system_sources(runs: pl.DataFrame) -> dict[str, str]:
@@ -188,8 +203,8 @@ def build_runs(settings: Settings, collection_id: str, output_dir: Path, depth: 
         pool = query_frame(con, "evaluate/select_pool", {"collection_id": collection_id})
     if topics.is_empty():
         raise UsageError(f"collection {collection_id!r} has no judged topics: run `peras ingest {collection_id}`")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    return [str(write_run(build_run(c, topics, pool, depth), output_dir / f"{c.system}.run")) for c in CONFIGS]
+    files = {output_dir / f"{c.system}.run": run_text(build_run(c, topics, pool, depth)) for c in CONFIGS}
+    return [str(path) for path in write_files(files, settings.warehouse, "--output-dir", output_dir)]
 
 
 @task(cache_policy=NO_CACHE)

@@ -39,6 +39,10 @@ METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
 JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer
 Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
 
+# Samples of one pair asked at once: a huge --n-samples is asked batch by batch (a request budget stops it), never
+# planned whole (50,000,000 pending requests were a MemoryError).
+SAMPLE_BATCH = 64
+
 
 @dataclass(frozen=True, slots=True)
 class Pair:
@@ -247,12 +251,15 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         messages = build_label_messages(self.personalities[item.personality], pair.query, pair.passage, item.cot)
         params = self.config.label_params(item.cot, item.method)
         parse = self._label_parser(item)
-        answers = await asyncio.gather(
-            *(
-                ask(Ask(messages, params | {"seed": index}, "label", parse, sample_index=index))
-                for index in range(self.config.n_samples)
+        answers = []
+        for start in range(0, self.config.n_samples, SAMPLE_BATCH):  # never every sample's request at once
+            stop = min(start + SAMPLE_BATCH, self.config.n_samples)
+            answers += await asyncio.gather(
+                *(
+                    ask(Ask(messages, params | {"seed": index}, "label", parse, sample_index=index))
+                    for index in range(start, stop)
+                )
             )
-        )
         votes = [int(a.parsed.value) for a in answers if a.ok]
         row: dict[str, Any] = {
             "label_request_id": answers[0].request_id,

@@ -15,6 +15,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import UsageError
+from peras.prompting import select_personalities
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, require_collection, transaction
@@ -39,6 +40,12 @@ class Pool:
     n_unknown_query: int  # unlabelled pairs whose query the collection does not hold
     n_without_text: int  # unlabelled pairs whose passage has no text anywhere
     examples: list[str] = field(default_factory=list)
+
+
+@task(cache_policy=NO_CACHE)
+def check_personalities(settings: Settings, codes: list[str] | None) -> None:
+    """The personalities asked for exist: checked before the pool is written, not by the judge flow after it."""
+    select_personalities(codes, settings.personalities_dir)
 
 
 @task(cache_policy=NO_CACHE)

@@ -13,6 +13,7 @@ from prefect.runtime import flow_run
 
 from peras.errors import UsageError
 from peras.metric_names import format_value, metric_title
+from peras.outputs import write_files
 from peras.prompting import load_personalities
 from peras.settings import Settings
 from peras.sql import load_sql, run_sql
@@ -129,21 +130,15 @@ def _nothing_matches(con: Any, run: str | None, collection: str | None, cot: boo
     return f"no judgments for {asked}: {known}"
 
 
-def write_metrics(frames: dict[str, pl.DataFrame], fmt: str, output: Path) -> list[Path]:
-    """Write csv (one file per view; a directory when there are several) or json (one file); return paths."""
+def write_metrics(frames: dict[str, pl.DataFrame], fmt: str, output: Path, warehouse: Path) -> list[Path]:
+    """Write csv (one file per view; a directory when there are several) or json (one file), all or none."""
     if fmt == "json":
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(metrics_json(frames) + "\n", encoding="utf-8")
-        return [output]
-    if len(frames) == 1:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        next(iter(frames.values())).write_csv(output)
-        return [output]
-    output.mkdir(parents=True, exist_ok=True)
-    paths = [output / f"{name}.csv" for name in frames]
-    for path, frame in zip(paths, frames.values(), strict=True):
-        frame.write_csv(path)
-    return paths
+        files = {output: metrics_json(frames) + "\n"}
+    elif len(frames) == 1:
+        files = {output: next(iter(frames.values())).write_csv()}
+    else:
+        files = {output / f"{name}.csv": frame.write_csv() for name, frame in frames.items()}
+    return write_files(files, warehouse, "--output", output)
 
 
 def metrics_json(frames: dict[str, pl.DataFrame]) -> str:

@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.bfi2 import DOMAINS, Bfi2Item, load_items
 from peras.errors import CheckFailed, UsageError
+from peras.outputs import write_files
 from peras.prompting import Personality, load_personalities, load_prompt
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
@@ -186,18 +187,15 @@ def choose_items(items_per_domain: int) -> list[Bfi2Item]:
 def export_set(settings: Settings, personality_set: str, output: Path) -> list[Path]:
     """Write a set's personas as personality files (PERAS_PERSONALITIES_DIR reads them); check they load."""
     chosen = [p for p in resolve_set(settings, personality_set) if p.instruction]
-    output.mkdir(parents=True, exist_ok=True)
-    paths = []
+    files: dict[Path, str | bytes] = {}
     for persona in chosen:
-        path = output / f"{persona.code}.toml"
         fields = {"code": persona.code, "name": persona.name, "trait": persona.trait, "pole": persona.pole}
         lines = [f"# {persona.name}: built by `peras personas build`, exported from the warehouse."]
         # JSON strings are valid TOML basic strings (the same escapes).
         lines += [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items()]
         lines.append(f"instruction = {json.dumps(persona.instruction, ensure_ascii=False)}")
-        staged = path.with_suffix(".toml.tmp")
-        staged.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        staged.replace(path)
-        paths.append(path)
+        files[output / f"{persona.code}.toml"] = "\n".join(lines) + "\n"
+    paths = write_files(files, settings.warehouse, "--output", output)
+    output.mkdir(parents=True, exist_ok=True)  # a set without instructions: an empty directory
     load_personalities(output)  # what was written reads back, or this fails here rather than in judging
     return paths

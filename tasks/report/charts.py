@@ -25,9 +25,12 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e3
 
 
 def save(figure: Figure, path: Path) -> Path:
-    """Write the PNG without a timestamp, so the same data gives the same bytes."""
+    """Write the PNG without a timestamp, so the same data gives the same bytes; renamed in place (never through a
+    link at `path`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    staged = path.with_name(path.name + ".partial")
+    figure.savefig(staged, dpi=DPI, bbox_inches="tight", metadata={"Software": None}, format="png")
+    staged.replace(path)
     return path
 
 

@@ -18,6 +18,7 @@ from prefect.runtime import flow_run
 
 from peras.errors import UsageError
 from peras.metric_names import CLASSIFIER_METRIC_TITLES, metric_title
+from peras.outputs import check_writable, refuse_warehouse_files, write_files
 from peras.progress import track
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
@@ -376,10 +377,17 @@ def _classifier_tables(summary: pl.DataFrame) -> list[ClassifierTable]:
 
 
 @task(cache_policy=NO_CACHE)
-def write_report(html: str, path: Path, data: ReportData, figures: list[Figure]) -> ReportSummary:
+def check_report_output(settings: Settings, out_dir: Path) -> None:
+    """Before anything is drawn: the report and its figures go neither over nor into the warehouse's files."""
+    targets = [out_dir / "report.html", out_dir / FIGURES_DIR]
+    refuse_warehouse_files(targets, settings.warehouse, "--output", out_dir)
+    check_writable(targets[:1], "--output", out_dir)
+
+
+@task(cache_policy=NO_CACHE)
+def write_report(settings: Settings, html: str, path: Path, data: ReportData, figures: list[Figure]) -> ReportSummary:
     """Write the HTML file beside its figures/ folder; return where it is and what it holds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html, encoding="utf-8")
+    write_files({path: html}, settings.warehouse, "--output", path.parent)
     n_runs, n_settings = data.runs.height, len(data.settings)
     return ReportSummary(path, path.parent / FIGURES_DIR, n_runs, n_settings, len(figures), path.stat().st_size)
 

@@ -231,6 +231,8 @@ def _keep(
 ) -> None:
     if wanted is not None and record_id not in wanted:
         return
+    if not body:  # nothing to judge, and it would replace a text read earlier
+        raise InputError(f"{what} {clip(record_id)} has an empty text: give every {what} its text", path, line)
     earlier = records.get(record_id)
     if earlier is not None and earlier != body:
         raise InputError(f"{what} {clip(record_id)} appears twice with different text", path, line)

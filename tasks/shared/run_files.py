@@ -51,6 +51,8 @@ def parse_run_line(text: str, path: Path, line_no: int) -> RunLine:
         raise InputError(f"score {clip(score_text, quote=True)} is not a number", path, line_no) from None
     if not math.isfinite(score):
         raise InputError(f"score {clip(score_text)} is not a finite number", path, line_no)
+    if not -(2**63) <= rank < 2**63:  # ranks are stored as BIGINT
+        raise InputError(f"rank {clip(rank_text)} is past the 64-bit range (-2^63 .. 2^63-1)", path, line_no)
     return RunLine(system, query_id, doc_id, rank, score, str(path), line_no)
 
 
