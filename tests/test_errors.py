@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from flows.ingest import ingest
 from peras.errors import one_line
 from peras.paths import SAMPLE_DIR
 from tests.helpers import run_cli, snapshot

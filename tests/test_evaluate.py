@@ -14,6 +14,7 @@ import ir_measures
 import polars as pl
 import pytest
 
+from flows.ingest import ingest
 from peras.paths import PROJECT_ROOT
 from peras.warehouse import open_migrated
 from support.fake_openai import FakeOpenAI
