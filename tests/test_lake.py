@@ -34,6 +34,7 @@ from peras.settings import Settings, load_settings  # noqa: E402
 from peras.warehouse import connect, migrations, open_migrated  # noqa: E402
 from support.fake_openai import FakeOpenAI, instant  # noqa: E402
 from support.prefect_server import free_port  # noqa: E402
+from tests.conftest import SHARED_DATA  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
 from tests.test_warehouse_tools import ATTACKS, REFUSED, file_digests  # noqa: E402
 
@@ -476,13 +477,36 @@ def tree_digests(directory: Path) -> dict[str, str]:
     return {str(p.relative_to(directory)): file_digests(p)[0] for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+@pytest.fixture(scope="module")
+def attacked_lake(pg: Postgres, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """One lake for every escape tried (each test checks the attack left it exactly as it was, so they can share it;
+    a new lake per case cost ~35 s): its environment, with more qrels rows than DuckLake inlines (a Parquet file)."""
+    root = tmp_path_factory.mktemp("attacked-lake")
+    env = {
+        "PERAS_WAREHOUSE": new_catalog(pg),
+        "PERAS_LAKE_DATA_PATH": str(root / "lake-data"),
+        "PERAS_SHARDS_DIR": str(root / "shards"),
+        "PERAS_DATA_DIR": str(SHARED_DATA),
+        "PERAS_REPORTS_DIR": str(root / "reports"),
+        "PERAS_ANALYST_SNAPSHOT": "false",
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        with open_migrated(load_settings().warehouse) as con:
+            con.execute(
+                "insert into qrels (collection_id, query_id, doc_id, relevance, qrels_set) "
+                "select 'mine', 'q' || i % 10, 'd' || i, i % 4, 'test' from range(200) as t(i)"
+            )
+    return env
+
+
 @pytest.mark.parametrize(("attack", "message"), LAKE_ATTACKS)
-def test_sql_on_a_lake_refuses_every_escape_a_file_refuses(lake, capsys, tmp_path, attack, message):
-    with open_migrated(lake.warehouse) as con:  # more rows than DuckLake inlines: a Parquet file in the data path
-        con.execute(
-            "insert into qrels (collection_id, query_id, doc_id, relevance, qrels_set) "
-            "select 'mine', 'q' || i % 10, 'd' || i, i % 4, 'test' from range(200) as t(i)"
-        )
+def test_sql_on_a_lake_refuses_every_escape_a_file_refuses(
+    attacked_lake, monkeypatch, capsys, tmp_path, attack, message
+):
+    for name, value in attacked_lake.items():
+        monkeypatch.setenv(name, value)
     data = Path(os.environ["PERAS_LAKE_DATA_PATH"]).resolve()
     [target] = (data / "main" / "qrels").glob("*.parquet")
     other = tmp_path / "other.duckdb"
