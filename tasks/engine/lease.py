@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -24,6 +23,7 @@ from typing import Any
 from peras.errors import UsageError
 from peras.lake import is_lake
 from peras.local_model.watchdog import alive
+from peras.periodic import periodically
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, retrying
 
@@ -118,28 +118,16 @@ def held(warehouse: Path, kind: str, run_id: str) -> Iterator[None]:
     Renewals tell other hosts the holder is alive; one host's processes are checked by their pid instead, and a
     DuckDB file is one host's (so a file's lease is never renewed: no writer opens it only to say so).
     """
-    if not is_lake(warehouse):
-        try:
-            yield
-        finally:
-            with contextlib.suppress(Exception):  # the run's own outcome matters more than this record
-                release(warehouse, kind, run_id)
-        return
     values = {"kind": kind, "run_id": run_id, "holder": this_process().name}
-    stop = threading.Event()
 
-    def renew() -> None:
-        while not stop.wait(RENEW_S):
-            # a busy warehouse delays a renewal; the next one comes soon
-            with contextlib.suppress(Exception), open_migrated(warehouse, wait_s=RENEW_S) as con:
-                run_sql(con, "engine/lease/renew_lease", values | {"now": now()})
+    def renew() -> None:  # a busy warehouse delays a renewal; the next one comes soon
+        with open_migrated(warehouse, wait_s=RENEW_S) as con:
+            run_sql(con, "engine/lease/renew_lease", values | {"now": now()})
 
-    thread = threading.Thread(target=renew, name=f"lease-{run_id}", daemon=True)
-    thread.start()
+    renewing = periodically(RENEW_S, renew, f"lease-{run_id}", at_start=False)
     try:
-        yield
+        with renewing if is_lake(warehouse) else contextlib.nullcontext():
+            yield
     finally:
-        stop.set()
-        thread.join(timeout=RENEW_S)
         with contextlib.suppress(Exception):  # the run's own outcome matters more than this record
             release(warehouse, kind, run_id)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
+from peras.periodic import periodically
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
@@ -178,26 +178,14 @@ def beating(settings: Settings, run: RunIdentity, part: str) -> Iterator[None]:
     from prefect.runtime import flow_run
 
     row = {"run_id": run.run_id, "part": part, "flow_run_id": str(flow_run.id), "host": socket.gethostname()}
-    stop = threading.Event()
 
     def beat() -> None:
         with connect(settings.warehouse) as con:
             run_sql(con, "judge/insert_part_beat", row | {"beat_at": now()})
 
-    def loop() -> None:
-        while True:
-            with contextlib.suppress(Exception):  # a missed beat is one beat; the parent allows many
-                retrying(beat)
-            if stop.wait(BEAT_INTERVAL_S):
-                return
-
-    thread = threading.Thread(target=loop, name=f"beat-{part}", daemon=True)
-    thread.start()
-    try:
+    # a missed beat is one beat; the parent allows many
+    with periodically(BEAT_INTERVAL_S, lambda: retrying(beat), f"beat-{part}", at_start=True):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=30)
 
 
 def part_settings(settings: Settings, part: str) -> Settings:

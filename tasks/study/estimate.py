@@ -20,8 +20,9 @@ assumed answer tokens (ANSWER_TOKENS) x output price, with the prices of peras/m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from peras.settings import Settings
 from peras.sql import run_sql, run_statements
@@ -78,22 +79,10 @@ class Estimate:
         return sum(r.n_requests for r in self.rows)
 
 
-class JudgeDryRun(Protocol):
-    """The judge's plan and stage of a run, without sending (tasks/judge/dry_run.py, handed over by flows/study.py)."""
-
-    def __call__(
-        self,
-        *,
-        settings: Settings,
-        endpoint: Endpoint,
-        run_name: str,
-        collection: str,
-        subset: str | None,
-        personalities: list[str],
-        cot: list[bool],
-        limit_pairs: int | None,
-        methods: list[str],
-    ) -> DryRun: ...
+# The judge's plan and stage of a run, without sending (tasks/judge/dry_run.py's judge_dry_run, handed over by
+# flows/study.py): called with keywords settings, endpoint, run_name, collection, subset, personalities, cot,
+# limit_pairs, methods.
+JudgeDryRun = Callable[..., DryRun]
 
 
 def estimate_tokens(messages: list[dict[str, str]]) -> float:
