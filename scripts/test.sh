@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Set up (if needed) and run every check: ruff (lint and format), mypy, then the whole test suite.
+# Set up (if needed) and run every check: ruff (lint and format), mypy, then the whole test suite (its 20 slowest
+# tests listed at the end, to keep CI time in view).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check peras flows tasks tests bench cli support
 .venv/bin/ruff format --check peras flows tasks tests bench cli support
 .venv/bin/mypy
-.venv/bin/pytest -q -p no:cacheprovider "$@"
+.venv/bin/pytest -q -p no:cacheprovider --durations=20 "$@"
