@@ -80,8 +80,9 @@ def read_collection(source: CollectionSource, files: pl.DataFrame) -> StagedColl
         counts[f"qrels:{name}"] = qrels_file.n_records
         n_source_pairs += qrels_file.n_records - qrels_file.n_repeats
     qrels = pl.DataFrame(qrels_rows, schema=["query_id", "doc_id", "relevance", "qrels_set"], orient="row")
-    queries = read_tsv(source.queries, set(qrels["query_id"]), what="query")
-    passages = read_passages(source.passages, set(qrels["doc_id"]))
+    # empty texts are left to the quality gate, which lists every one of them and publishes nothing
+    queries = read_tsv(source.queries, set(qrels["query_id"]), what="query", refuse_empty=False)
+    passages = read_passages(source.passages, set(qrels["doc_id"]), refuse_empty=False)
     counts |= {"queries": queries.n_records, "passages": passages.n_records}
     _require_texts(qrels_rows, queries.records, passages.records, first_line, source)
     return StagedCollection(

@@ -154,18 +154,25 @@ def parse_integer(text: str, what: str, path: Path, line_no: int) -> int:
         raise InputError(f"{what} {clip(text, quote=True)} is not an integer", path, line_no) from None
 
 
-def read_tsv(path: Path, wanted: set[str] | None = None, what: str = "query") -> ReadResult:
-    """Read `id<TAB>text` lines (first tab only), keeping only ids in `wanted` when given."""
-    return _read_records(path, wanted, what, _tsv_record)
+def read_tsv(path: Path, wanted: set[str] | None = None, what: str = "query", refuse_empty: bool = True) -> ReadResult:
+    """Read `id<TAB>text` lines (first tab only), keeping only ids in `wanted` when given.
+
+    refuse_empty: an empty text is an InputError naming its line (ingest passes False: its quality gate checks every
+    text and lists all the empty ones)."""
+    return _read_records(path, wanted, what, _tsv_record, refuse_empty)
 
 
-def read_jsonl(path: Path, wanted: set[str] | None = None) -> ReadResult:
+def read_jsonl(path: Path, wanted: set[str] | None = None, refuse_empty: bool = True) -> ReadResult:
     """Read passages from JSONL with any of the known key pairs, keeping only ids in `wanted`."""
-    return _read_records(path, wanted, "passage", _jsonl_record)
+    return _read_records(path, wanted, "passage", _jsonl_record, refuse_empty)
 
 
 def _read_records(
-    path: Path, wanted: set[str] | None, what: str, parse: Callable[[str, str, Path, int], tuple[str, str]]
+    path: Path,
+    wanted: set[str] | None,
+    what: str,
+    parse: Callable[[str, str, Path, int], tuple[str, str]],
+    refuse_empty: bool,
 ) -> ReadResult:
     """The (id, text) records of a file, one per non-blank line as `parse` reads it; only ids in `wanted`."""
     records: dict[str, str] = {}
@@ -175,7 +182,7 @@ def _read_records(
             continue
         n_records += 1
         record_id, body = parse(text, what, path, line_no)
-        _keep(records, record_id, body, wanted, path, line_no, what)
+        _keep(records, record_id, body, wanted, path, line_no, what, refuse_empty)
     return ReadResult(records, n_records)
 
 
@@ -209,7 +216,7 @@ def _jsonl_record(text: str, what: str, path: Path, line_no: int) -> tuple[str, 
     return str(record_id).strip(), body.strip()
 
 
-def read_passages(path: Path, wanted: set[str] | None = None) -> ReadResult:
+def read_passages(path: Path, wanted: set[str] | None = None, refuse_empty: bool = True) -> ReadResult:
     """Read passages in JSONL or MS MARCO TSV, deciding by the first non-blank character."""
     for _, text in iter_lines(path):
         if text.strip():
@@ -217,7 +224,9 @@ def read_passages(path: Path, wanted: set[str] | None = None) -> ReadResult:
             break
     else:
         raise InputError("file has only blank lines", path)
-    return read_jsonl(path, wanted) if is_json else read_tsv(path, wanted, what="passage")
+    if is_json:
+        return read_jsonl(path, wanted, refuse_empty)
+    return read_tsv(path, wanted, what="passage", refuse_empty=refuse_empty)
 
 
 def _keep(
@@ -228,10 +237,11 @@ def _keep(
     path: Path,
     line: int,
     what: str,
+    refuse_empty: bool,
 ) -> None:
     if wanted is not None and record_id not in wanted:
         return
-    if not body:  # nothing to judge, and it would replace a text read earlier
+    if refuse_empty and not body:  # nothing to judge, and it would replace a text read earlier
         raise InputError(f"{what} {clip(record_id)} has an empty text: give every {what} its text", path, line)
     earlier = records.get(record_id)
     if earlier is not None and earlier != body:
