@@ -25,21 +25,23 @@ def _none_if_nan(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
+# The columns of an agreement row (sql/metrics/views/agreement_from.sql), in order.
+AGREEMENT_COLUMNS = [
+    "accuracy",
+    "cohen_kappa",
+    "qwk",
+    "macro_f1",
+    "kappa_bin_0_123",
+    "kappa_bin_01_23",
+    "kappa_bin_012_3",
+    "krippendorff_alpha",
+]
+
+
 def reference_agreement(truth: np.ndarray, label: np.ndarray) -> dict[str, float | None]:
     """scikit-learn / krippendorff agreement of one group's labelled pairs."""
     if len(truth) == 0:
-        return dict.fromkeys(
-            [
-                "accuracy",
-                "cohen_kappa",
-                "qwk",
-                "macro_f1",
-                "kappa_bin_0_123",
-                "kappa_bin_01_23",
-                "kappa_bin_012_3",
-                "krippendorff_alpha",
-            ]
-        )
+        return dict.fromkeys(AGREEMENT_COLUMNS)
     out: dict[str, float | None] = {
         "accuracy": float(accuracy_score(truth, label)),
         "cohen_kappa": _none_if_nan(_quiet(cohen_kappa_score, truth, label)),

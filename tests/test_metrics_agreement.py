@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sklearn.metrics import f1_score
 
-from support.reference_metrics import reference_agreement, reference_confusion
+from support.reference_metrics import AGREEMENT_COLUMNS, reference_agreement, reference_confusion
 from tests.metrics_fixtures import (
     GROUPS,
     assert_close,
@@ -23,17 +23,6 @@ from tests.metrics_fixtures import (
 )
 
 pytestmark = pytest.mark.core
-
-AGREEMENT_COLUMNS = [
-    "accuracy",
-    "cohen_kappa",
-    "qwk",
-    "macro_f1",
-    "kappa_bin_0_123",
-    "kappa_bin_01_23",
-    "kappa_bin_012_3",
-    "krippendorff_alpha",
-]
 
 
 @pytest.fixture(scope="module")
