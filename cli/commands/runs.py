@@ -262,9 +262,6 @@ def find_any_run(con: Any, name: str, kind: str | None) -> tuple[str, dict[str, 
         raise UsageError(f"runs of several kinds are named {name!r} ({', '.join(found)}): say which with --kind")
     if found:
         [(found_kind, run)] = found.items()
-        if found_kind != JUDGE:
-            counts = {r[1]: r for r in run_statements(con, runs_sql(con), {"kind": found_kind}).fetchall()}
-            run |= {"n_items": counts[run["run_id"]][9], "n_failures": counts[run["run_id"]][10]}
         return found_kind, run
     if kind in (None, JUDGE):
         find_run(con, name)  # raises, naming the judge runs there are

@@ -52,6 +52,11 @@ def this_process() -> Holder:
     return Holder(socket.gethostname(), boot_id, os.getpid())
 
 
+def live_others(leases: list[tuple[Any, ...]], me: Holder, at: datetime) -> list[tuple[Any, ...]]:
+    """The leases of other processes that may still be asking the run."""
+    return [lease for lease in leases if lease[0] != me.name and is_live(lease, me, at)]
+
+
 def is_live(lease: tuple[Any, ...], me: Holder, at: datetime) -> bool:
     """A lease (holder, host, pid, taken_at, renewed_at) of a process that may still be asking: on this host (this
     boot), its process exists; on another host, it was renewed less than LEASE_S ago."""
@@ -69,11 +74,10 @@ def take_lease(con: Any, kind: str, label: str, run_name: str, run_id: str) -> N
     at = now()
     key = {"kind": kind, "run_id": run_id}
     leases = run_sql(con, "engine/lease/select_leases", key).fetchall()
-    others = [lease for lease in leases if lease[0] != me.name]
-    live = [lease for lease in others if is_live(lease, me, at)]
+    live = live_others(leases, me, at)
     if live:
         raise busy(label, run_name, live[0])
-    stale = [lease[0] for lease in others]
+    stale = [lease[0] for lease in leases if lease[0] != me.name]
     values = key | {"holder": me.name, "host": me.host, "pid": me.pid, "now": at, "stale": stale}
     run_sql(con, "engine/lease/take_lease", values)
 
@@ -84,7 +88,7 @@ def check_lease(settings_warehouse: Path, kind: str, label: str, run_name: str, 
     me = this_process()
     with open_migrated(settings_warehouse) as con:
         leases = run_sql(con, "engine/lease/select_leases", {"kind": kind, "run_id": run_id}).fetchall()
-    live = [lease for lease in leases if lease[0] != me.name and is_live(lease, me, now())]
+    live = live_others(leases, me, now())
     if live:
         release(settings_warehouse, kind, run_id)
         raise busy(label, run_name, live[0])
