@@ -11,7 +11,7 @@ import pytest
 
 from peras.llm.joint_parsing import JointResult, parse_certainty_answer, parse_self_answer
 from peras.prompting import build_joint_messages, load_personalities, load_prompt
-from support.fake_openai import FakeOpenAI, Reply, instant
+from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tests.test_integrity import judge_cli, not_derivable, rows
 
 # The overconfidence study's SC template, verbatim from the issue.
@@ -254,3 +254,27 @@ def sample(settings, tmp_path, monkeypatch, ingested):
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
     ingested("sample", settings)
     return settings
+
+
+@pytest.mark.integration
+def test_a_refused_sample_waits_for_its_siblings_and_leaves_no_shard_behind(sample, capsys):
+    def respond(request):
+        # sample 0 is refused at once; its siblings answer after it, when its item has already failed
+        if request.get("seed") == 0:
+            return Fault(400, body={"error": {"message": "refused", "type": "invalid_request_error"}})
+        return Reply(instant(request), delay_s=0.3)
+
+    with FakeOpenAI(respond) as server:
+        result = judge_cli(
+            capsys, sample.warehouse, server, *ONE_SETTING, "--cot", "without", "--confidence-method", "sampling"
+        )
+        sent = len(server.chat_requests)
+    assert sent == 3 * 10  # every sample of the three pairs was asked once
+    assert result.exit_code == 1
+    assert "[parse failures above threshold] default cot=false sampling: 3 of 3 failed" in result.err
+    # every answer journaled was loaded: the siblings of a refused sample ended before the journal closed
+    assert sorted(path.name for path in sample.shards.rglob("*.jsonl")) == []
+    assert rows(sample.warehouse, "select parse_status, count(*) from llm_requests group by all order by all") == [
+        ("ok", 27),
+        ("refused", 3),
+    ]

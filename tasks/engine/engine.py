@@ -127,12 +127,20 @@ class Engine:
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*workers, return_exceptions=True)
+            await self._settle_in_flight()
             journal.close()
             results = await asyncio.gather(*self._loads, return_exceptions=True)
             self._loads.clear()
             errors = [result for result in results if isinstance(result, BaseException)]
             if errors:
                 raise errors[0]
+
+    async def _settle_in_flight(self) -> None:
+        """Wait for requests a stage left running (a sibling of a failed one): each journals its answer, and it must
+        do so before the journal closes, or it would open a shard nobody loads."""
+        while self._in_flight:
+            pending = [asyncio.shield(future) for future in self._in_flight.values()]
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _load(self, files: list[Path], request_ids: list[str]) -> int:
         paths = {"requests": [str(files[0])], "outcomes": [str(files[1])]}

@@ -254,12 +254,19 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         answers = []
         for start in range(0, self.config.n_samples, SAMPLE_BATCH):  # never every sample's request at once
             stop = min(start + SAMPLE_BATCH, self.config.n_samples)
-            answers += await asyncio.gather(
+            # Every sample of the batch ends before a failure is raised: a sibling still asking after its item
+            # was given up would journal its answer after the run's journal closed (a shard left behind).
+            settled = await asyncio.gather(
                 *(
                     ask(Ask(messages, params | {"seed": index}, "label", parse, sample_index=index))
                     for index in range(start, stop)
-                )
+                ),
+                return_exceptions=True,
             )
+            for result in settled:
+                if isinstance(result, BaseException):
+                    raise result
+                answers.append(result)
         votes = [int(a.parsed.value) for a in answers if a.ok]
         row: dict[str, Any] = {
             "label_request_id": answers[0].request_id,
