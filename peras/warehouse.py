@@ -293,8 +293,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     )
     retrying(lambda: con.execute(lake.strip_constraints(schema) if on_lake else schema))  # hosts may race to it
     applied = []
+    have = _applied_versions(con)
     for version, name, path in migrations():
-        if version in _applied_versions(con):
+        if version in have:
             continue
         text = path.read_text(encoding="utf-8")
         try:
@@ -311,12 +312,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
                 continue  # another host applied it first
             raise
         applied.append(version)
-    if on_lake:
-        if applied:  # no key: two hosts applying an idempotent migration at once both record it
-            retrying(lambda: _dedupe_migrations(con))
-        _store_lake_views(con)
-    else:
-        apply_views(con)
+    if on_lake and applied:  # no key: two hosts applying an idempotent migration at once both record it
+        retrying(lambda: _dedupe_migrations(con))
+    _store_views(con, force=bool(applied) and not on_lake)
     return applied
 
 
@@ -338,19 +336,27 @@ def _applied_versions(con: duckdb.DuckDBPyConnection) -> set[int]:
     return {row[0] for row in con.execute("select version from schema_migrations").fetchall()}
 
 
-def _store_lake_views(con: duckdb.DuckDBPyConnection) -> None:
-    """(Re)create the views in the lake when sql/*/views changed since they were stored there."""
-    fingerprint = hashlib.sha256(
+def views_fingerprint() -> str:
+    """sha256 over the view and macro files' names and bytes (sql/*/views), in name order."""
+    return hashlib.sha256(
         b"".join(path.name.encode() + b"\0" + path.read_bytes() for path in sorted(view_files()))
     ).hexdigest()
-    schema = "create table if not exists schema_views (fingerprint varchar not null, applied_at timestamp not null)"
-    retrying(lambda: con.execute(schema))
-    stored = con.execute("select fingerprint from schema_views order by applied_at desc limit 1").fetchall()
-    if stored and stored[0][0] == fingerprint:
+
+
+def _store_views(con: duckdb.DuckDBPyConnection, force: bool = False) -> None:
+    """(Re)create the views when sql/*/views changed since they were created (or, on a file, `force`: a migration
+    was just applied and may have replaced a table they read). On a lake each statement is a catalog commit."""
+    fingerprint = views_fingerprint()
+    if _stored_views_fingerprint(con) == fingerprint and not force:
         return
     retrying(lambda: apply_views(con))
     stamp = {"fingerprint": fingerprint, "applied_at": now()}
     con.execute("insert into schema_views values ($fingerprint, $applied_at)", stamp)
+
+
+def _stored_views_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
+    stored = con.execute("select fingerprint from schema_views order by applied_at desc limit 1").fetchall()
+    return str(stored[0][0]) if stored else None
 
 
 def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[int]:
@@ -434,7 +440,7 @@ def open_current(path: Path, wait_s: float | None = None) -> Iterator[duckdb.Duc
     For stages that only read (metrics, report): the stored views are those of the last writer's code.
     """
     with connect(path, read_only=True, wait_s=wait_s) as con:
-        if not pending_migrations(con):
+        if not pending_migrations(con) and _stored_views_fingerprint(con) != views_fingerprint():
             apply_views(con, temporary=True)
         yield con
 

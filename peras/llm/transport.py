@@ -29,7 +29,6 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 from urllib.request import getproxies_environment
 
-import openai
 import orjson
 
 Backend = Literal["auto", "openai", "fast"]
@@ -122,6 +121,8 @@ class OpenAITransport:
     """Requests through `openai.AsyncOpenAI`, read back as raw bytes so both transports parse alike."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float) -> None:
+        import openai  # imported here: about a second of every command's start, and http:// servers never need it
+
         # Local servers need no key, but the SDK refuses to start without one.
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=timeout_s
@@ -145,6 +146,8 @@ class OpenAITransport:
 
     @staticmethod
     async def _call(pending: Any) -> Response:
+        import openai
+
         try:
             raw = (await pending).http_response
         except openai.APIStatusError as exc:
