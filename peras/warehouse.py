@@ -295,7 +295,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     applied = []
     have = _applied_versions(con)
     for version, name, path in migrations():
-        if version in have:
+        if version in have or (on_lake and version in _applied_versions(con)):  # a lake's other hosts migrate too
             continue
         text = path.read_text(encoding="utf-8")
         try:
