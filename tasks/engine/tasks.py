@@ -19,7 +19,7 @@ from peras import lake
 from peras.progress import track
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import run_sql, run_statements
+from peras.sql import render_sql, run_sql, run_statements
 from peras.warehouse import connect, now, open_migrated, publish_snapshot, retrying, transaction
 from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
@@ -29,6 +29,13 @@ from tasks.engine.stage import sql_of
 from tasks.engine.store import WarehouseThread
 
 T = TypeVar("T")
+# The personality conditions as sql/engine/upsert_changed.sql stores them (a changed instruction replaces the row).
+PERSONALITY_ROWS = {
+    "target": "personalities",
+    "staged": "staged_personalities",
+    "key": "personality",
+    "columns": ["name", "trait", "pole", "instruction", "source"],
+}
 
 
 def opaque(value: T) -> T:
@@ -78,7 +85,7 @@ def store_personalities(settings: Settings, personalities: list[Personality]) ->
         with open_migrated(settings.warehouse) as con:
             con.register("staged_personalities", frame.to_arrow())
             with transaction(con):
-                run_sql(con, "engine/upsert_personalities")
+                run_statements(con, render_sql("engine/upsert_changed", PERSONALITY_ROWS))
             if lake.in_lake(con):  # no keys: a run starting at the same moment may have stored them too
                 with transaction(con):
                     run_sql(con, "engine/dedupe_personalities")

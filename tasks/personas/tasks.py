@@ -19,7 +19,7 @@ from peras.bfi2 import Bfi2Item, items_fingerprint, load_items
 from peras.errors import UsageError
 from peras.prompting import Personality, load_prompt
 from peras.settings import Settings
-from peras.sql import run_sql
+from peras.sql import render_sql, run_sql, run_statements
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import StageOutcome
@@ -110,7 +110,16 @@ class CheckRecipe:
         """The BFI-2 items the answers refer to (bfi2_items), stored before asking."""
         with open_migrated(settings.warehouse) as con:
             con.register("staged_items", pl.DataFrame([vars_of(item) for item in load_items()]).to_arrow())
-            run_sql(con, "personas/upsert_items")
+            run_statements(con, render_sql("engine/upsert_changed", ITEM_ROWS))
+
+
+# The BFI-2 items as sql/engine/upsert_changed.sql stores them (a changed text replaces the row).
+ITEM_ROWS = {
+    "target": "bfi2_items",
+    "staged": "staged_items",
+    "key": "item_id",
+    "columns": ["domain_code", "domain", "facet", "keyed", "item"],
+}
 
 
 def vars_of(item: Bfi2Item) -> dict[str, Any]:
