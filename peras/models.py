@@ -5,13 +5,13 @@ Loaded and checked as a whole: a bad file is one UsageError line naming the file
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from peras.datafiles import read_toml
 from peras.errors import UsageError
 
 MODELS_FILE = Path(__file__).with_name("models.toml")
@@ -94,12 +94,7 @@ def load_model_presets(path: Path = MODELS_FILE) -> ModelPresets:
 
 @cache
 def _load(path: Path) -> ModelPresets:
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"model presets {path}: cannot read: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"model presets {path}: not valid TOML: {exc}") from exc
+    raw = read_toml(path, "model presets")
     models = raw.get("models")
     if isinstance(models, dict):
         raw["models"] = {

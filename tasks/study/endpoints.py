@@ -13,12 +13,12 @@ A bad file, a preset without an entry or a hosted preset whose key variable is u
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from peras.datafiles import read_toml
 from peras.errors import UsageError
 from peras.models import ModelPreset, ModelPresets
 from peras.settings import Settings
@@ -36,12 +36,7 @@ class EndpointEntry(BaseModel):
 
 def load_endpoints(path: Path, presets: ModelPresets) -> dict[str, EndpointEntry]:
     """Every entry of the file, each named after a known preset."""
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"endpoints file {path}: cannot read: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"endpoints file {path}: not valid TOML: {exc}") from exc
+    raw = read_toml(path, "endpoints file")
     entries = {}
     for name, entry in raw.items():
         if name not in presets.models:
