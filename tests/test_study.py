@@ -261,3 +261,23 @@ def test_judge_with_a_model_preset_takes_its_model_and_cot_settings(settings, tm
     served = run_cli(capsys, "judge", "sample", "--warehouse", str(settings.warehouse), "--model-preset", "llama-3-8b")
     assert served.exit_code == 2
     assert served.err.strip().endswith("model preset llama-3-8b is served by vllm: give its --base-url")
+
+
+@pytest.mark.core
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [(None, "cannot read: No such file or directory"), ("[gpt-4o\n", "not valid TOML: Expected ']'")],
+)
+def test_a_bad_presets_or_endpoints_file_is_one_line_naming_it(tmp_path, text, said):
+    from peras.models import load_model_presets
+    from tasks.study.endpoints import load_endpoints
+
+    path = tmp_path / "bad.toml"
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    with pytest.raises(UsageError) as presets:
+        load_model_presets(path)
+    with pytest.raises(UsageError) as endpoints:
+        load_endpoints(path, load_model_presets())
+    assert str(presets.value).startswith(f"model presets {path}: {said}")
+    assert str(endpoints.value).startswith(f"endpoints file {path}: {said}")
