@@ -351,11 +351,18 @@ def _store_views(con: duckdb.DuckDBPyConnection, force: bool = False) -> None:
         return
     retrying(lambda: apply_views(con))
     stamp = {"fingerprint": fingerprint, "applied_at": now()}
-    con.execute("insert into schema_views values ($fingerprint, $applied_at)", stamp)
+    try:
+        con.execute("insert into schema_views values ($fingerprint, $applied_at)", stamp)
+    except duckdb.CatalogException:
+        return  # migrated only up to a version before V535 (a test of an older schema): nowhere to record it
 
 
 def _stored_views_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
-    stored = con.execute("select fingerprint from schema_views order by applied_at desc limit 1").fetchall()
+    """The fingerprint the views were last created from; None if never (or before V535 made schema_views)."""
+    try:
+        stored = con.execute("select fingerprint from schema_views order by applied_at desc limit 1").fetchall()
+    except duckdb.CatalogException:
+        return None
     return str(stored[0][0]) if stored else None
 
 
