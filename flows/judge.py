@@ -20,6 +20,7 @@ from tasks.engine.tasks import (
 )
 from tasks.judge.fan_out import (
     beating,
+    check_deployment,
     check_part_done,
     part_settings,
     remote_endpoint,
@@ -120,6 +121,7 @@ def judge_fan_out(
     settings = settings or load_settings()
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
+    check_deployment(deployment)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
     warehouse_id = identify_warehouse(settings)

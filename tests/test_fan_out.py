@@ -374,3 +374,21 @@ def test_a_judgment_stored_twice_on_a_lake_stops_the_gate(lake, capsys):
         "[judgment stored twice] s1 e2 default cot=false verbalized (2 copies)"
     )
     assert rows("select status from judge_runs where run_name = 'twice'") == [("failed_check",)]
+
+
+def test_parts_without_the_deployment_say_what_to_deploy_and_leave_no_run(lake, capsys):
+    """`--parts` whose deployment is not registered: one line naming it and what to run, before the run is claimed."""
+    assert run_cli(capsys, "ingest", "sample").exit_code == 0
+    with FakeOpenAI(instant, models=[MODEL]) as server:
+        result = run_cli(
+            capsys, "judge", "sample", "--base-url", server.base_url, "--model", MODEL, "--parts", "2",
+            "--deployment", "judge-part/nowhere", "--run-name", "spread",
+        )  # fmt: skip
+        assert server.chat_requests == []
+    assert result.exit_code == 2
+    assert result.err.strip().startswith("error: no deployment 'judge-part/nowhere' on the Prefect server at http")
+    assert result.err.strip().endswith(
+        "run `peras deploy` (it registers judge-part/hosts), start a worker of its pool on each host, then run this"
+        " again"
+    )
+    assert rows("select count(*) from judge_runs") == [(0,)]

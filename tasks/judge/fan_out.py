@@ -82,6 +82,26 @@ def split_parts(personalities: list[Personality], pairs: Pairs, parts: int, spli
 
 
 @task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE)
+def check_deployment(deployment: str) -> None:
+    """The deployment the parts run as exists on the Prefect server: checked before the run is claimed, so a
+    missing one leaves nothing behind (no run, no failed status) and says what to deploy."""
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+    from prefect.settings import PREFECT_API_URL
+
+    try:
+        with get_client(sync_client=True) as client:
+            client.read_deployment_by_name(deployment)
+    except ObjectNotFound:
+        raise UsageError(
+            f"no deployment {deployment!r} on the Prefect server at {PREFECT_API_URL.value()}: run `peras deploy`"
+            " (it registers judge-part/hosts), start a worker of its pool on each host, then run this again"
+        ) from None
+    except ValueError as exc:  # not flow/deployment
+        raise UsageError(f"--deployment {deployment!r}: {exc}") from None
+
+
 def run_parts(
     settings: Settings,
     run: RunIdentity,
