@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from support.fake_openai import Fault, FakeOpenAI, RecordedRequest, Reply, Responder, _completion, instant
+from support.fake_openai import FakeOpenAI, Fault, RecordedRequest, Reply, Responder, _completion, instant
 from support.http_server import http_response
 
 LIVE = ("validating", "in_progress", "finalizing")
@@ -92,7 +92,11 @@ class FakeBatchAPI(FakeOpenAI):
 
     def _create(self, request: dict[str, Any]) -> bytes:
         file = self.files.get(str(request.get("input_file_id")))
-        if file is None or request.get("completion_window") != "24h" or request.get("endpoint") != "/v1/chat/completions":
+        if (
+            file is None
+            or request.get("completion_window") != "24h"
+            or request.get("endpoint") != "/v1/chat/completions"
+        ):
             return http_response(400, {"error": {"message": "bad batch request", "type": "invalid_request_error"}})
         lines = [json.loads(line) for line in file["data"].splitlines() if line.strip()]
         batch_id = f"batch_{len(self.batches) + 1}"
@@ -177,7 +181,12 @@ class FakeBatchAPI(FakeOpenAI):
         else:
             completion = _completion(request, reply if isinstance(reply, Reply) else Reply(reply))
             response = {"status_code": 200, "request_id": "req_fake", "body": completion}
-        return {"id": f"batch_req_{line['custom_id']}", "custom_id": line["custom_id"], "response": response, "error": None}
+        return {
+            "id": f"batch_req_{line['custom_id']}",
+            "custom_id": line["custom_id"],
+            "response": response,
+            "error": None,
+        }
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:

@@ -49,6 +49,8 @@ def opaque(value: T) -> T:
 @task(cache_policy=NO_CACHE)
 def check_endpoint(settings: Settings, endpoint: Endpoint) -> None:
     """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model."""
+    if not endpoint.base_urls:
+        return  # batch mode's files for vLLM's run-batch: no server to check
 
     async def ready() -> None:
         async with make_client(settings, endpoint) as client:
