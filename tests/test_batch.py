@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import duckdb
 import pytest
 
 from flows.judge import judge
 from support.fake_batch import BatchScript, FakeBatchAPI
-from support.fake_openai import FakeOpenAI, instant
+from support.fake_openai import FakeOpenAI, Fault, instant
 
 pytestmark = pytest.mark.integration
 
@@ -81,3 +82,89 @@ def test_a_batch_run_equals_the_online_run_request_for_request(sample, tmp_path)
     ]
     # A batch line's body is exactly what online mode sent.
     assert sorted(json.dumps(body, sort_keys=True) for body in bodies) == online_bodies
+
+
+def test_an_expired_batch_keeps_what_it_answered_and_the_rest_goes_in_the_next_round(sample):
+    expiring = BatchScript(steps=("validating",), end="expired", answer_share=0.5)
+    with FakeBatchAPI(instant, scripts=[expiring, ONE_STEP]) as server:
+        settings = batch_settings(sample, server)
+        judge_sample(settings)
+        second = judge_sample(settings)
+        labels = server.submitted_ids[:40]
+        round_two = server.submitted_ids[40:]
+        # The unanswered half of round 1 (input order: the last 20) is asked again, beside the answered half's
+        # confidence requests.
+        assert (second["n_waiting"], len(round_two)) == (40, 40)
+        assert sorted(set(round_two) & set(labels)) == sorted(labels[20:])
+        done = judge_sample(settings, wait=True)
+        assert (done["n_failures"], done.get("n_waiting")) == (0, None)
+        counts = Counter(server.submitted_ids)
+    assert sorted(custom for custom, n in counts.items() if n > 1) == sorted(labels[20:])
+    assert set(counts.values()) == {1, 2}
+    assert rows(settings, "select count(*), count(*) filter (where status = 'ok') from judgments") == [(40, 40)]
+    assert rows(settings, "select round, status, n_requests from llm_batches order by 1") == [
+        (1, "expired", 40),
+        (2, "completed", 40),
+        (3, "completed", 20),
+    ]
+    assert rows(settings, "select error_code, count(*) from llm_batch_lines where status_code is null group by 1") == [
+        ("batch_expired", 20)
+    ]
+
+
+def test_an_unreadable_answer_and_a_failed_line_are_asked_again_in_the_next_round(sample):
+    seen: Counter[str] = Counter()
+    passages = []
+
+    def respond(request):
+        content = request["messages"][-1]["content"]
+        seen[content] += 1
+        if "relevance score is" in content:
+            return instant(request)
+        passages.append(content)
+        if len(set(passages)) == 1 and seen[content] == 1:
+            return "I cannot judge that."  # the first pair's label: unreadable once
+        if len(set(passages)) == 2 and seen[content] == 1:
+            return Fault(500)  # the second pair's label: a failed line once
+        return instant(request)
+
+    with FakeBatchAPI(respond, scripts=[ONE_STEP]) as server:
+        settings = batch_settings(sample, server)
+        done = judge_sample(settings, wait=True, limit_pairs=2)
+        custom_ids = server.submitted_ids
+    assert done["n_failures"] == 0
+    unreadable = rows(
+        settings, "select request_id, attempt_texts, attempt_params->1->>'seed', http_requests"
+        " from llm_requests where purpose = 'label' and attempts = 2"
+    )  # fmt: skip
+    assert len(unreadable) == 1
+    request_id, texts, seed, http = unreadable[0]
+    assert (json.loads(texts)[0], len(json.loads(texts)), seed, http) == ("I cannot judge that.", 2, "1000", 2)
+    assert f"{request_id}-r1" in custom_ids
+    # The other label: one attempt, two lines run (the failed one, then its answer).
+    assert rows(settings, "select attempts, http_requests from llm_requests where purpose = 'label' order by 1") == [
+        (1, 2),
+        (2, 2),
+    ]
+    assert rows(settings, "select status_code, count(*) from llm_batch_lines group by 1 order by 1") == [
+        (200, 5),
+        (500, 1),
+    ]
+    assert len(custom_ids) == 6
+
+
+def test_two_runs_needing_the_same_requests_share_their_batches(sample):
+    two_looks = BatchScript(steps=("validating", "in_progress"))  # still live when run b looks first
+    with FakeBatchAPI(instant, scripts=[two_looks]) as server:
+        settings = batch_settings(sample, server)
+        first = judge(collection="sample", personalities=["HA"], cot=[False], run_name="a", settings=settings)
+        second = judge(collection="sample", personalities=["HA"], cot=[False], run_name="b", settings=settings)
+        assert (first["batches"], second["batches"], second["n_waiting"]) == (["batch_1"], [], 40)
+        judge(collection="sample", personalities=["HA"], cot=[False], run_name="a", settings=settings, wait=True)
+        judge(collection="sample", personalities=["HA"], cot=[False], run_name="b", settings=settings, wait=True)
+        assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
+    assert rows(settings, "select run_name, status from judge_runs order by 1") == [
+        ("a", "published"),
+        ("b", "published"),
+    ]
+    assert rows(settings, "select count(*), count(distinct request_id) from llm_requests") == [(80, 80)]

@@ -67,6 +67,7 @@ class BatchRound:
         texts: list[str] = []
         sent: list[dict[str, Any]] = []
         result = parsed = None
+        lines_sent = 0
         for attempt in range(1 + spec.regenerations):
             params = regeneration_params(spec.params, attempt)
             lines = self.lines.get((request_id, attempt), [])
@@ -76,9 +77,10 @@ class BatchRound:
             if answered is None and refused is None and len(failed) <= self.max_retries:
                 self._need(spec, request_id, attempt, params)
             sent.append(params)
+            lines_sent += sum(line.status_code is not None for line in lines)  # ran, failed ones too (online: retries)
             if answered is None:
                 reason = _why(refused or failed[-1])
-                raise engine.record_refusal(spec, request_id, prompt_hash, texts, sent, reason, len(sent), started)
+                raise engine.record_refusal(spec, request_id, prompt_hash, texts, sent, reason, lines_sent, started)
             result = decode_chat(json.dumps(answered.body).encode(), "batch", 0.0, 1, bool(params.get("logprobs")))
             if result is None:
                 raise Deferred  # read_output_line checked the body; unreachable in practice
@@ -87,7 +89,7 @@ class BatchRound:
             if parsed.ok:
                 break
         assert result is not None
-        return engine.record_answer(spec, request_id, prompt_hash, result, texts, sent, parsed, len(sent), started)
+        return engine.record_answer(spec, request_id, prompt_hash, result, texts, sent, parsed, lines_sent, started)
 
     def _need(self, spec: Ask, request_id: str, attempt: int, params: dict[str, Any]) -> None:
         """Submit this attempt in the next round (unless a live batch holds it), and wait for it."""
