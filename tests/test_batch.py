@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -11,6 +17,9 @@ import pytest
 from flows.judge import judge
 from support.fake_batch import BatchScript, FakeBatchAPI
 from support.fake_openai import FakeOpenAI, Fault, instant
+from tests.helpers import run_cli, snapshot
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.integration
 
@@ -168,3 +177,122 @@ def test_two_runs_needing_the_same_requests_share_their_batches(sample):
         ("b", "published"),
     ]
     assert rows(settings, "select count(*), count(distinct request_id) from llm_requests") == [(80, 80)]
+
+
+def judge_command(settings, *more: str) -> list[str]:
+    return ["judge", "sample", "--personality", "HA", "--cot", "without", "--mode", "batch", "--model", "fake-model",
+            "--run-name", "r", "--warehouse", str(settings.warehouse), *more]  # fmt: skip
+
+
+def stand_in(source: str, target: Path) -> None:
+    command = [sys.executable, "-m", "support.stand_in_run_batch", "-i", source, "-o", str(target)]
+    subprocess.run([*command, "--model", "fake-model"], check=True, cwd=ROOT)
+
+
+def test_export_then_import_rounds_for_vllms_runner_judge_the_run(sample, tmp_path, capsys):
+    warehouse = ["--warehouse", str(sample.warehouse)]
+    for round_ in (1, 2):
+        asked = run_cli(capsys, *judge_command(sample))
+        assert asked.exit_code == 0, asked.err
+        assert asked.out.startswith("r: 0 judgments made now, 40 wait for batch answers; submitted now: file-")
+        assert "Next: peras batch export r --output DIR" in asked.out
+        exported = run_cli(capsys, "batch", "export", "r", "--output", str(tmp_path / f"in{round_}"), *warehouse)
+        files = exported.out.split()
+        assert (exported.exit_code, len(files)) == (0, 1)
+        stand_in(files[0], tmp_path / f"out{round_}.jsonl")
+        imported = run_cli(capsys, "batch", "import", "r", str(tmp_path / f"out{round_}.jsonl"), *warehouse)
+        assert imported.out == "r: 40 answers imported into 1 batch(es) (0 lines imported before skipped)\n"
+    done = run_cli(capsys, *judge_command(sample))
+    assert done.exit_code == 0, done.err
+    assert (
+        done.out
+        == "r: 40 judgments (40 new; 0 requests sent, 40 reused), 0 parse failures; model fake-model via vllm-run-batch\n"
+    )
+    before = snapshot(sample.warehouse)
+    again = run_cli(capsys, "batch", "import", "r", str(tmp_path / "out2.jsonl"), *warehouse)
+    assert again.out == "r: 0 answers imported into 0 batch(es) (40 lines imported before skipped)\n"
+    assert snapshot(sample.warehouse) == before
+    assert rows(sample, "select status from judge_runs") == [("published",)]
+    assert rows(sample, "select count(*) from judgments where status = 'ok'") == [(40,)]
+    status = run_cli(capsys, "batch", "status", "r", *warehouse)
+    assert [line.split()[1:6] for line in status.out.splitlines()[1:]] == [
+        ["1", "completed", "40", "40", "0"],
+        ["2", "completed", "40", "40", "0"],
+    ]
+
+
+def test_bad_output_files_are_refused_with_file_and_line_and_nothing_is_written(sample, tmp_path, capsys):
+    warehouse = ["--warehouse", str(sample.warehouse)]
+    assert run_cli(capsys, *judge_command(sample)).exit_code == 0
+    (source,) = run_cli(capsys, "batch", "export", "r", "--output", str(tmp_path / "in"), *warehouse).out.split()
+    good = tmp_path / "good.jsonl"
+    stand_in(source, good)
+    lines = good.read_text().splitlines()
+    first = json.loads(lines[0])
+    cases = {
+        "foreign.jsonl": (
+            Path(source).read_text(),
+            "foreign.jsonl:1: not a batch output line (no custom_id and response)",
+        ),
+        "truncated.jsonl": ("\n".join(lines[:-1] + [lines[-1][:40]]) + "\n", "truncated.jsonl:40: not a JSON line"),
+        "unknown.jsonl": (
+            json.dumps(first | {"custom_id": "abc"}) + "\n",
+            "unknown.jsonl:1: custom_id 'abc' is no request run r waits for; nothing was imported",
+        ),
+        "twice.jsonl": (
+            lines[0] + "\n" + lines[0] + "\n",
+            f"twice.jsonl:2: custom_id '{first['custom_id']}' is answered twice (first at {tmp_path}/twice.jsonl:1)",
+        ),
+        "model.jsonl": (
+            json.dumps(first | {"response": first["response"] | {"body": first["response"]["body"] | {"model": "x"}}})
+            + "\n",
+            "model.jsonl:1: answered by model 'x', run r asks 'fake-model'; nothing was imported",
+        ),
+    }
+    before = snapshot(sample.warehouse)
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        result = run_cli(capsys, "batch", "import", "r", str(tmp_path / name), *warehouse)
+        assert result.exit_code == 1, name
+        assert result.err.startswith(f"error: {tmp_path / name.split('.')[0]}.jsonl:"), result.err
+        assert message in result.err, result.err
+        assert snapshot(sample.warehouse) == before, name
+    # The same requests answered online meanwhile (another run): the import would replace answers, and is refused.
+    with FakeOpenAI(instant) as server:
+        online = sample.model_copy(update={"base_urls": [server.base_url], "model": "fake-model", "mode": "online"})
+        judge(collection="sample", personalities=["HA"], cot=[False], run_name="online", settings=online)
+    before = snapshot(sample.warehouse)
+    result = run_cli(capsys, "batch", "import", "r", str(good), *warehouse)
+    assert result.exit_code == 1
+    assert result.err == (
+        f"error: {good}:1: custom_id '{first['custom_id']}': its request already has an answer stored;"
+        " nothing was imported\n"
+    )
+    assert snapshot(sample.warehouse) == before
+
+
+def test_killed_between_submit_and_collect_a_resume_submits_nothing_twice(sample):
+    slow = BatchScript(steps=("validating",) + ("in_progress",) * 40)
+    with FakeBatchAPI(instant, scripts=[slow, ONE_STEP]) as server:
+        env = {**os.environ, "PERAS_BATCH_POLL_S": "0.05"}
+        command = [sys.executable, "-m", "cli.main", *judge_command(sample, "--base-url", server.base_url, "--wait")]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # killed while it polls the submitted batch
+            looks = [r for r in server.requests if r.method == "GET" and r.path.endswith("/batches/batch_1")]
+            if len(looks) >= 3:
+                break
+            time.sleep(0.02)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        assert len(looks) >= 3 and len(server.submitted_ids) == 40
+        assert rows(sample, "select batch_id, status, collected_at is null from llm_batches") == [
+            ("batch_1", "in_progress", True)
+        ]
+        settings = batch_settings(sample, server)
+        done = judge_sample(settings, wait=True)
+        assert (done["n_judged_now"], done["n_failures"]) == (40, 0)
+        assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
+    assert rows(settings, "select count(*), count(distinct custom_id) from llm_batch_lines") == [(80, 80)]
+    assert rows(settings, "select count(*), count(distinct request_id) from llm_requests") == [(80, 80)]
+    assert rows(settings, "select status from judge_runs") == [("published",)]

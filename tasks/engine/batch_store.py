@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from peras.errors import UsageError
+from peras.errors import InputError, UsageError, clip
 from peras.llm.batches import DONE_STATUSES, BatchAPI, OutputLine, input_line, read_output_line, split_lines
 from peras.settings import Settings
 from peras.sql import run_sql
@@ -213,3 +213,108 @@ def export_files(settings: Settings, run_id: str, output: Path) -> list[Path]:
     for path, lines in zip(paths, by_batch.values(), strict=True):
         path.write_bytes(b"".join(lines))
     return paths
+
+
+def import_files(settings: Settings, run_id: str, run_name: str, paths: list[Path]) -> dict[str, int]:
+    """Read output files of vLLM's run-batch (or any runner of the format) into a run's exported batches.
+
+    Every line is checked before anything is written, and the first bad one is named with its file and line: a
+    line that is no batch output (a foreign or truncated file), a custom_id the run is not waiting for, one given
+    twice, an answer of another model, an answer for a request that already has one. A line collected before with
+    the same answer is skipped (a file imported twice changes nothing). The batches the files answer are collected:
+    their requests without a line go in the next round."""
+    with connect(settings.warehouse, read_only=True) as con:
+        rows = run_sql(con, "engine/batch/select_exported_requests", {"run_id": run_id}).fetchall()
+        before = {
+            cid: (status, json.loads(body) if body else None)
+            for cid, status, body in run_sql(con, "engine/batch/select_collected_bodies", {"run_id": run_id}).fetchall()
+        }
+    waiting = {
+        cid: (batch_id, rid, json.loads(body)["model"]) for batch_id, cid, rid, _, body, done in rows if not done
+    }
+    accepted: dict[str, list[OutputLine]] = {}
+    where: dict[str, tuple[Path, int]] = {}
+    n_same = 0
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file; nothing was imported")
+        for number, raw in _lines(path.read_bytes()):
+            line = read_output_line(raw, path, number)
+            cid = line.custom_id
+            if cid in before and before[cid] == (line.status_code, line.body):
+                n_same += 1
+                continue
+            if cid not in waiting:
+                why = (
+                    "was answered by an earlier import" if cid in before else f"is no request run {run_name} waits for"
+                )
+                raise InputError(f"custom_id {clip(cid, quote=True)} {why}; nothing was imported", path, number)
+            if cid in where:
+                first = f"{where[cid][0]}:{where[cid][1]}"
+                raise InputError(
+                    f"custom_id {clip(cid, quote=True)} is answered twice (first at {first})", path, number
+                )
+            answered_by = (line.body or {}).get("model")
+            if line.body is not None and answered_by != waiting[cid][2]:
+                raise InputError(
+                    f"answered by model {clip(answered_by, quote=True)}, run {run_name} asks {waiting[cid][2]!r};"
+                    " nothing was imported",
+                    path,
+                    number,
+                )
+            accepted.setdefault(waiting[cid][0], []).append(line)
+            where[cid] = (path, number)
+    _refuse_answered(settings, {cid: waiting[cid][1] for cid in where}, where)
+    for batch_id, lines in accepted.items():
+        store_lines(settings, batch_id, "completed", None, None, lines, True)
+    return {"n_lines": len(where), "n_same": n_same, "n_batches": len(accepted)}
+
+
+def _refuse_answered(settings: Settings, requests: dict[str, str], where: dict[str, tuple[Path, int]]) -> None:
+    """An import never replaces a stored answer: name the first line whose request has one."""
+    if not requests:
+        return
+    frame = pl.DataFrame({"custom_id": list(requests), "request_id": list(requests.values())})
+    with connect(settings.warehouse, read_only=True) as con:
+        con.register("imported_lines", frame.to_arrow())
+        answered = {cid for (cid,) in run_sql(con, "engine/batch/select_import_conflicts").fetchall()}
+    if answered:
+        cid = min(answered, key=lambda c: where[c])
+        raise InputError(
+            f"custom_id {clip(cid, quote=True)}: its request already has an answer stored; nothing was imported",
+            *where[cid],
+        )
+
+
+def cancel_batches(settings: Settings, run_id: str, api_key_env: str | None) -> list[tuple[str, str]]:
+    """Cancel a run's live batches: at the provider (it keeps what it answered, collected later), or, for exported
+    files, here (their requests go in the next round). (batch id, status)."""
+    done = []
+    for batch in run_batches(settings, run_id):
+        if batch["collected_at"] is not None:
+            continue
+        if batch["base_url"] is None:
+            store_lines(settings, batch["batch_id"], "cancelled", None, None, [], True)
+            done.append((batch["batch_id"], "cancelled"))
+            continue
+        api = BatchAPI(batch["base_url"], api_key_env, settings.request_timeout_s)
+        try:
+            answer = api.cancel(batch["batch_id"])
+        finally:
+            api.close()
+        store_lines(settings, batch["batch_id"], str(answer["status"]), None, None, [], False)
+        done.append((batch["batch_id"], str(answer["status"])))
+    return done
+
+
+def collect_run(settings: Settings, run_id: str, model: str, api_key_env: str | None) -> list[tuple[str, str]]:
+    """Collect what a run's live batches at their Batch APIs answered (each API polled once). (batch id, status)."""
+    urls = {b["base_url"] for b in run_batches(settings, run_id) if b["collected_at"] is None and b["base_url"]}
+    seen = []
+    for url in sorted(urls):
+        api = BatchAPI(url, api_key_env, settings.request_timeout_s)
+        try:
+            seen += collect(settings, api, model)
+        finally:
+            api.close()
+    return seen
