@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal
 
 import openai
 import orjson
@@ -22,7 +22,7 @@ import orjson
 from peras.errors import BackendError, InputError, mask_secrets, remember_secret
 
 ENDPOINT = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
+COMPLETION_WINDOW: Final[Literal["24h"]] = "24h"
 MAX_LINES = 50_000
 MAX_BYTES = 200 * 1024 * 1024
 LIVE_STATUSES = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
