@@ -296,3 +296,29 @@ def test_killed_between_submit_and_collect_a_resume_submits_nothing_twice(sample
     assert rows(settings, "select count(*), count(distinct custom_id) from llm_batch_lines") == [(80, 80)]
     assert rows(settings, "select count(*), count(distinct request_id) from llm_requests") == [(80, 80)]
     assert rows(settings, "select status from judge_runs") == [("published",)]
+
+
+def test_cancel_keeps_what_was_answered_and_collect_and_status_show_it(sample, capsys):
+    cancelled_half = BatchScript(steps=("validating", "in_progress", "in_progress"), answer_share=0.5)
+    warehouse = ["--warehouse", str(sample.warehouse)]
+    with FakeBatchAPI(instant, scripts=[cancelled_half, ONE_STEP]) as server:
+        settings = batch_settings(sample, server)
+        judge_sample(settings)
+        cancel = run_cli(capsys, "batch", "cancel", "r", *warehouse)
+        assert (cancel.exit_code, cancel.out) == (0, "r: batch_1 cancelling\n")
+        collect = run_cli(capsys, "batch", "collect", "r", *warehouse)
+        assert collect.exit_code == 0, collect.err
+        assert [line.split()[:6] for line in collect.out.splitlines()] == [
+            ["batch", "round", "status", "requests", "answered", "failed"],
+            ["batch_1", "1", "cancelled", "40", "20", "20"],
+        ]
+        assert run_cli(capsys, "batch", "cancel", "r", *warehouse).out == "r: no live batch to cancel\n"
+        done = judge_sample(settings, wait=True)
+        assert (done["n_judged_now"], done["n_failures"]) == (40, 0)
+        assert len(server.submitted_ids) == 100  # the 20 labels the cancelled batch did not run, asked again
+    capsys.readouterr()  # the progress lines of --wait
+    unknown = run_cli(capsys, "batch", "status", "nope", *warehouse)
+    assert (unknown.exit_code, unknown.err) == (
+        2,
+        "error: no judge run named 'nope'; `peras runs list` shows the runs\n",
+    )
