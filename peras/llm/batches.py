@@ -16,7 +16,6 @@ import os
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-import openai
 import orjson
 
 from peras.errors import BackendError, InputError, mask_secrets, remember_secret
@@ -95,6 +94,8 @@ class BatchAPI:
     """Files and Batches of one OpenAI-compatible base URL (the key from the named environment variable)."""
 
     def __init__(self, base_url: str, api_key_env: str | None, timeout_s: float = 120.0) -> None:
+        import openai  # imported here: about a second of every command's start (peras/llm/transport.py)
+
         key = os.environ.get(api_key_env) if api_key_env else None
         remember_secret(key)
         self.base_url = base_url.rstrip("/")
@@ -132,6 +133,8 @@ class BatchAPI:
         self._client.close()
 
     def _call(self, call: Any) -> Any:
+        import openai
+
         try:
             return call()
         except openai.APIStatusError as exc:
