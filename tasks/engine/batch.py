@@ -82,8 +82,9 @@ class BatchRound:
                 reason = _why(refused or failed[-1])
                 raise engine.record_refusal(spec, request_id, prompt_hash, texts, sent, reason, lines_sent, started)
             result = decode_chat(json.dumps(answered.body).encode(), "batch", 0.0, 1, bool(params.get("logprobs")))
-            if result is None:
-                raise Deferred  # read_output_line checked the body; unreachable in practice
+            if result is None:  # status 200, but no choice with a message (as online: not a chat completion)
+                reason = "the batch answered HTTP 200 but not a chat completion"
+                raise engine.record_refusal(spec, request_id, prompt_hash, texts, sent, reason, lines_sent, started)
             texts.append(result.text)
             parsed = spec.parse(result.text)
             if parsed.ok:
