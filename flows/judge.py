@@ -7,6 +7,7 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
+from tasks.engine.batch_tasks import ask_in_batches
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.shards import ROWS_PER_SHARD
 from tasks.engine.tasks import (
@@ -38,6 +39,7 @@ from tasks.judge.tasks import (
     publish_judge_artifact,
     register_run,
     summarize,
+    summarize_waiting,
 )
 from tasks.publish.tasks import publish_analyst_snapshot
 from tasks.shared.personalities import choose_personalities
@@ -58,6 +60,7 @@ def judge(
     retry_failed: bool = False,
     pool: str | None = None,
     personality_set: str | None = None,
+    wait: bool = False,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Judge a collection (or subset) under each personality, with and without CoT, storing every request.
@@ -67,13 +70,16 @@ def judge(
     fill). retry_failed: ask again answers this run stored as unreadable or refused. pool: judge the pairs of this
     judge-run pool (top-K passages of run files no human judged; flows/judge_run.py) instead of the qrels pairs.
     personality_set: judge with a stored set (NAME, NAME@VERSION, builtin; `peras personas build`) instead of
-    the built-in and PERAS_PERSONALITIES_DIR personalities.
+    the built-in and PERAS_PERSONALITIES_DIR personalities. With settings.mode 'batch' the requests go in batch
+    rounds (docs/batch.md): a call collects what ended and submits the next round; the run is gated once no item
+    waits. wait: poll until then.
     """
     settings = settings or load_settings()
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
+    n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
         check_endpoint(settings, endpoint)
@@ -83,10 +89,17 @@ def judge(
         with recorded_run(settings, run):
             plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
             stage = judge_stage(config, chosen, pairs)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
+            if settings.mode == "batch":
+                stats = ask_in_batches(
+                    settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, wait
+                )
+                if stats["n_waiting"]:
+                    return summarize_waiting(run, endpoint, n_planned, stats)
+            else:
+                stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
             shares = check_judge_run(settings, run, opaque(plan), config)
     publish_analyst_snapshot(settings)
-    summary = summarize(run, endpoint, len(pairs) * len(chosen) * len(cot_settings) * len(methods), stats, shares)
+    summary = summarize(run, endpoint, n_planned, stats, shares)
     publish_judge_artifact(summary, shares)
     return summary
 

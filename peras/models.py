@@ -25,6 +25,19 @@ class Price(BaseModel):
 
     input: float = Field(ge=0)
     output: float = Field(ge=0)
+    batch_input: float | None = Field(None, ge=0)  # the provider's Batch API price, if it has one
+    batch_output: float | None = Field(None, ge=0)
+
+    @model_validator(mode="after")
+    def _both_batch_prices(self) -> Price:
+        if (self.batch_input is None) != (self.batch_output is None):
+            raise ValueError("give batch_input and batch_output together (the provider's Batch API price)")
+        return self
+
+    @property
+    def batch(self) -> tuple[float, float] | None:
+        """USD per 1M input, output tokens through the provider's Batch API; None if it has none."""
+        return None if self.batch_input is None or self.batch_output is None else (self.batch_input, self.batch_output)
 
 
 class PrimingParams(BaseModel):

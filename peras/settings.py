@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     endpoint_slots_dir: Path | None = Field(
         None, description="per-URL request slots shared by every run on this machine; default: <local cache>/slots"
     )
+    mode: Literal["online", "batch"] = Field(
+        "online",
+        description="how LLM stages ask: online (one HTTP request each) or batch (the OpenAI Batch API at the base"
+        " URL, or files for vLLM's run-batch without one: docs/batch.md)",
+    )
+    batch_poll_s: float = Field(60.0, gt=0, description="with --mode batch --wait: seconds between two looks")
     max_parse_failure_share: float = Field(0.05, ge=0, le=1, description="judge gate threshold per personality")
 
     # Embedded local model (llama.cpp server started by peras).

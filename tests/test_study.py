@@ -14,7 +14,7 @@ from peras.errors import UsageError
 from peras.models import MODELS_FILE, load_model_presets
 from peras.prompting import sampling_params
 from support.fake_openai import FakeOpenAI
-from tasks.study.estimate import CHARS_PER_TOKEN, estimate_tokens
+from tasks.study.estimate import CHARS_PER_TOKEN, Estimate, EstimateRow, estimate_tokens, format_estimate
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
 
@@ -79,7 +79,7 @@ def plan_lines(out: str) -> dict[tuple[str, str], list[str]]:
     rows = {}
     for line in out.splitlines():
         cells = line.split()
-        if len(cells) == 9 and cells[1] == "dl19":
+        if len(cells) == 10 and cells[1] == "dl19":
             rows[(cells[0], cells[3])] = cells
     return rows
 
@@ -103,6 +103,29 @@ def test_the_shipped_presets_are_the_studys():
             (1, 0) if llama else (None, None)
         )
     assert presets.models["gpt-4o"].price.input == 2.50 and presets.models["gpt-4o"].price.output == 10.00
+    # OpenAI's Batch API at half the list price; DeepSeek has none
+    assert [presets.models[name].price.batch for name in ("gpt-4o", "gpt-4o-mini", "deepseek-v3")] == [
+        (1.25, 5.00),
+        (0.075, 0.30),
+        None,
+    ]
+
+
+@pytest.mark.core
+def test_the_dry_run_prices_online_and_batch_mode():
+    rows = [
+        # 4,000,000 characters = 1,000,000 prompt tokens, and 1,000,000 answer tokens
+        EstimateRow("gpt-4o", "dl19", "balanced", False, 10, 20, 20, 0, 4_000_000, 1_000_000, (2.5, 10.0), (1.25, 5.0)),
+        # no Batch API: priced online only
+        EstimateRow("deepseek-v3", "dl19", "balanced", False, 10, 20, 20, 0, 4_000_000, 1_000_000, (0.27, 1.10)),
+    ]
+    lines = format_estimate(Estimate(rows))
+    assert [line.split()[-2:] for line in lines[1:3]] == [["12.50", "6.25"], ["1.37", "-"]]
+    assert lines[3] == (
+        "total: 40 requests (at least 40), 2,000,000 prompt tokens (characters / 4), 0 answered from the warehouse,"
+        " est. USD 13.87 for hosted models (prices to be checked); in batch mode (--mode batch) the 12.50 of models"
+        " with a Batch API cost 6.25"
+    )
 
 
 @pytest.mark.core
@@ -116,8 +139,13 @@ def test_the_shipped_presets_are_the_studys():
         ),
         # a hosted model without a price cannot be costed
         (
-            ("price = { input = 2.50, output = 10.00 }\n", ""),
+            ("price = { input = 2.50, output = 10.00, batch_input = 1.25, batch_output = 5.00 }\n", ""),
             "models.gpt-4o: a hosted preset needs a price and an api_key_env",
+        ),
+        # a Batch API price is an input and an output price
+        (
+            ("batch_input = 1.25, batch_output = 5.00", "batch_input = 1.25"),
+            "models.gpt-4o.price: give batch_input and batch_output together (the provider's Batch API price)",
         ),
         # a typo in a field name is refused, not ignored
         (('cot = ["without"]\nparams', 'cots = ["without"]\nparams'), "models.gpt-4o.cot: Field required"),

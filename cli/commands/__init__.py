@@ -21,4 +21,5 @@ COMMAND_MODULES = [
     "personas",
     "fuse",
     "evaluate",
+    "batch",
 ]

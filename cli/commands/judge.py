@@ -86,12 +86,29 @@ def judging_parameters(judging: dict[str, Any], model_preset: ModelPreset | None
 
 
 def judged_line(result: dict[str, Any]) -> str:
-    """What a judge run did, in one line."""
+    """What a judge run did, in one line (a batch-mode call whose items still wait says what to run next)."""
+    if result.get("n_waiting"):
+        return waiting_line(result)
     return (
         f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
         f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
         f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}"
     )
+
+
+def waiting_line(result: dict[str, Any]) -> str:
+    """What a batch-mode call submitted and what to run next."""
+    name = result["run_name"]
+    head = (
+        f"{name}: {result['n_judged_now']:,} judgments made now, {result['n_waiting']:,} wait for batch answers; "
+        f"submitted now: {', '.join(result['batches']) or 'nothing (the requests are already out)'}. "
+    )
+    if result.get("offline"):
+        return head + (
+            f"Next: peras batch export {name} --output DIR, run `vllm run-batch -i FILE -o OUT` on each file, "
+            f"peras batch import {name} OUT..., then this command again"
+        )
+    return head + f"Next: this command again (or with --wait) collects and goes on; peras batch status {name}"
 
 
 def spread_line(result: dict[str, Any]) -> str:
@@ -136,6 +153,13 @@ def spread_line(result: dict[str, Any]) -> str:
     show_default=True,
     help="With --parts: the judge-part deployment the parts run as.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["online", "batch"]),
+    help="How to ask: online, or batch (the OpenAI Batch API at --base-url at the provider's batch price; without "
+    "--base-url, files for vLLM's run-batch): docs/batch.md [settings: mode, online].",
+)
+@click.option("--wait", is_flag=True, help="With --mode batch: poll until every round is answered, then gate.")
 @judging_options
 @endpoint_options
 @model_preset_option
@@ -159,6 +183,8 @@ def judge(
     parts: int | None,
     split_by: str,
     deployment: str,
+    mode: str | None,
+    wait: bool,
 ) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
@@ -174,6 +200,7 @@ def judge(
         peras judge dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # the study's model and settings
         peras judge sample --personality-set mine    # a set built with `peras personas build mine`
         peras judge dl19 --model meta-llama/Llama-3.1-8B-Instruct --parts 4   # over the hosts' workers
+        peras judge dl19 --mode batch --base-url https://api.openai.com/v1 --model gpt-4o-mini   # half price
     """
     from flows.judge import judge as judge_flow
     from flows.judge import judge_fan_out
@@ -183,6 +210,10 @@ def judge(
     if subset is None and not all_topics:
         subset = default_subset(collection)
     check_served(model_preset, settings)
+    if mode is not None:
+        settings.mode = mode  # type: ignore[assignment]
+    if wait and settings.mode != "batch":
+        raise UsageError("--wait waits for batch rounds: give it with --mode batch")
     cot_settings = cot_settings_for(cot, model_preset)
     asked: dict[str, Any] = {
         "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
@@ -200,12 +231,14 @@ def judge(
         "settings": settings,
     }
     if parts is not None:
+        if settings.mode == "batch":
+            raise UsageError("--mode batch is not available with --parts: a batch needs no hosts of your own")
         if retry_failed:
             raise UsageError("--retry-failed is not available with --parts: run it without --parts on one host")
         spread = run_flow(judge_fan_out, parts=parts, split_by=split_by, deployment=deployment, **asked)
         click.echo(spread_line(spread))
         return
-    result = run_flow(judge_flow, retry_failed=retry_failed, **asked)
+    result = run_flow(judge_flow, retry_failed=retry_failed, wait=wait, **asked)
     click.echo(judged_line(result))
 
 

@@ -48,7 +48,7 @@ from peras.llm.responses import ChatResult, decode_chat, error_message, retry_af
 from peras.llm.transport import Backend, TransportError, make_transport
 from peras.settings import without_userinfo
 
-__all__ = ["ChatResult", "LLMClient"]
+__all__ = ["ChatResult", "LLMClient", "chat_body"]
 
 ALLOWED_PARAMS = frozenset(
     {
@@ -312,17 +312,7 @@ class LLMClient:
         await asyncio.sleep(delay)
 
     def _body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
-        unknown = params.keys() - ALLOWED_PARAMS
-        if unknown:
-            raise UsageError(
-                f"unknown request parameter {', '.join(sorted(unknown))}; put server-specific ones in extra_body"
-            )
-        body: dict[str, Any] = {"model": self.model, "messages": messages}
-        body.update(params)
-        extra = body.pop("extra_body", None)
-        if extra:
-            body.update(extra)  # as the OpenAI SDK does: extra_body keys join the JSON body
-        return body
+        return chat_body(self.model, messages, params)
 
     def _pick(self) -> _Endpoint:
         endpoints = self._endpoints
@@ -363,3 +353,18 @@ class LLMClient:
         if exc.kind == "connect":
             return f"cannot reach {endpoint.url}: {exc.detail} ({attempts} attempts); {self._start_hint()}"
         return f"{endpoint.url}: {exc.detail} (gave up after {attempts} attempts)"
+
+
+def chat_body(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of one chat completion: what online mode POSTs and what a batch line carries as `body`."""
+    unknown = params.keys() - ALLOWED_PARAMS
+    if unknown:
+        raise UsageError(
+            f"unknown request parameter {', '.join(sorted(unknown))}; put server-specific ones in extra_body"
+        )
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    body.update(params)
+    extra = body.pop("extra_body", None)
+    if extra:
+        body.update(extra)  # as the OpenAI SDK does: extra_body keys join the JSON body
+    return body

@@ -40,6 +40,12 @@ def public_url(url: str) -> str:
 @contextlib.contextmanager
 def serving_endpoint(settings: Settings, backend: str | None) -> Iterator[Endpoint]:
     """The configured endpoint, or the embedded llama.cpp server started (and stopped) around the block."""
+    if settings.mode == "batch" and not settings.base_urls:
+        # Batch mode without a Batch API: the rounds are files for vLLM's run-batch (peras batch export/import).
+        if not settings.model:
+            raise UsageError("--mode batch without --base-url writes files for vLLM's run-batch: give --model")
+        yield Endpoint([], settings.model, backend or "vllm-run-batch")
+        return
     if settings.base_urls:
         if not settings.model:
             raise UsageError("--base-url needs --model (the name the server serves)")

@@ -13,6 +13,8 @@ an outcome row. The engine owns the rest:
 - journaling to shards (tasks/engine/shards.py), loaded into the warehouse as they fill (so progress is visible),
   with the outcomes that contradict a stored answer left out and asked again in a further pass;
 - progress, counts, and the run-wide request budget.
+In batch mode (`batch`, tasks/engine/batch.py) a pass sends nothing: answers come from collected batch lines, and
+an item whose requests are not answered yet waits for the next round (no outcome is journaled for it).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from peras.errors import BudgetReached, RequestRejected
 from peras.llm.client import LLMClient
 from peras.prompting import request_hashes
 from peras.warehouse import now
+from tasks.engine.batch import BatchRound, Deferred
 from tasks.engine.shards import ShardJournal, load_shards, shard_dir
 from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage, regeneration_params
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
@@ -41,7 +44,7 @@ class Engine:
 
     def __init__(
         self,
-        client: LLMClient,
+        client: LLMClient | None,
         identity: RunIdentity,
         stage: Stage,
         warehouse: Path,
@@ -51,8 +54,10 @@ class Engine:
         retry_failed: bool = False,
         on_item: Callable[[], None] | None = None,
         on_shard: Callable[[EngineStats], None] | None = None,
+        batch: BatchRound | None = None,
     ) -> None:
         self.client = client
+        self.batch = batch
         self.identity = identity
         self.stage = stage
         self.warehouse = warehouse
@@ -115,6 +120,9 @@ class Engine:
                 except BudgetReached as exc:  # items in flight finish; no new item starts
                     spent.append(exc)
                     return
+                except Deferred:  # batch mode: its answers come in a later round
+                    self.stats.n_deferred += 1
+                    continue
                 self._finish(journal, row)
 
         workers = [loop.create_task(worker()) for _ in range(max(MIN_ITEMS, self.concurrency))]
@@ -193,6 +201,8 @@ class Engine:
             if stored.parse_status == "refused":
                 raise RequestRejected(stored.parse_reason or "refused", request_id=request_id)
             return Answer(request_id, spec.parse(stored.raw_text or ""), stored.raw_text or "", stored.logprobs, True)
+        if self.batch is not None:
+            return self.batch.answer(self, spec, request_id, prompt_hash)
         return await self._send(spec, request_id, prompt_hash)
 
     def _usable(self, request_id: str, stored: StoredAnswer) -> bool:
@@ -208,6 +218,7 @@ class Engine:
         started = time.perf_counter()
         http = 0
         result = None
+        assert self.client is not None, "online mode asks through a client"
         try:
             for attempt in range(1 + spec.regenerations):
                 params = regeneration_params(spec.params, attempt)
@@ -221,10 +232,7 @@ class Engine:
                     break
         except RequestRejected as exc:
             http += getattr(exc, "http_requests", 1)
-            self._journal_request(
-                spec, request_id, prompt_hash, None, texts, sent, None, "refused", str(exc)[:500], http, started
-            )
-            raise RequestRejected(str(exc), request_id=request_id) from exc
+            raise self.record_refusal(spec, request_id, prompt_hash, texts, sent, str(exc), http, started) from exc
         except BaseException as exc:
             # No answer (the server failed, the budget ran out, the run stopped): nothing to reuse, but what was
             # sent is journaled as 'unanswered' (kept in llm_request_history), so a resume's budget counts it.
@@ -238,6 +246,38 @@ class Engine:
         finally:
             self.stats.n_http += http
         assert result is not None
+        return self.record_answer(spec, request_id, prompt_hash, result, texts, sent, parsed, http, started)
+
+    def record_refusal(
+        self,
+        spec: Ask,
+        request_id: str,
+        prompt_hash: str,
+        texts: list[str],
+        sent: list[dict[str, Any]],
+        reason: str,
+        http: int,
+        started: float,
+    ) -> RequestRejected:
+        """Journal a refused request (online: HTTP 400/413/422; batch: such a line); the error to raise."""
+        self._journal_request(
+            spec, request_id, prompt_hash, None, texts, sent, None, "refused", reason[:500], http, started
+        )
+        return RequestRejected(reason, request_id=request_id)
+
+    def record_answer(
+        self,
+        spec: Ask,
+        request_id: str,
+        prompt_hash: str,
+        result: Any,
+        texts: list[str],
+        sent: list[dict[str, Any]],
+        parsed: Any,
+        http: int,
+        started: float,
+    ) -> Answer:
+        """Journal a request's answer (the last attempt's result, every attempt's text and parameters); the Answer."""
         logprobs = result.logprobs[0] if result.logprobs else None
         value = getattr(parsed, "value", None)
         self._journal_request(

@@ -167,6 +167,7 @@ class EngineStats:
     n_cached: int = 0
     n_failures: int = 0
     n_dropped: int = 0  # outcomes refused at loading (contradicting a stored answer) and asked again
+    n_deferred: int = 0  # batch mode: items waiting for answers of a later round
     passes: int = 0
     notices: list[str] = field(default_factory=list)
 
@@ -179,5 +180,6 @@ class EngineStats:
             "n_cached": self.n_cached,
             "n_failures": self.n_failures,
             "n_dropped": self.n_dropped,
+            "n_deferred": self.n_deferred,
             "passes": self.passes,
         }

@@ -16,6 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from peras import lake
+from peras.errors import UsageError
 from peras.progress import track
 from peras.prompting import Personality
 from peras.settings import Settings
@@ -49,6 +50,8 @@ def opaque(value: T) -> T:
 @task(cache_policy=NO_CACHE)
 def check_endpoint(settings: Settings, endpoint: Endpoint) -> None:
     """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model."""
+    if not endpoint.base_urls:
+        return  # batch mode's files for vLLM's run-batch: no server to check
 
     async def ready() -> None:
         async with make_client(settings, endpoint) as client:
@@ -108,6 +111,8 @@ def ask_all(
     Shards an earlier attempt left (a killed process) are loaded first, so what they hold is not asked again;
     when this returns, everything asked is in the warehouse.
     """
+    if settings.mode != "online":  # batch mode is the judge flow's ask_in_batches (tasks/engine/batch_tasks.py)
+        raise UsageError(f"--mode {settings.mode} is not available for {identity.kind} yet; ask it with --mode online")
     load_shards(settings.warehouse, settings.shards, identity)
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()  # else its failed items count as done and are never asked again

@@ -247,6 +247,16 @@ def summarize(
     return run_counts(run, endpoint, stats) | {"n_planned": n_planned, "n_failures": failures}
 
 
+def summarize_waiting(run: RunIdentity, endpoint: Endpoint, n_planned: int, stats: dict[str, Any]) -> dict[str, Any]:
+    """Counts of a batch-mode call that ends with items waiting for a later round (nothing gated yet)."""
+    return run_counts(run, endpoint, stats) | {
+        "n_planned": n_planned,
+        "n_waiting": stats["n_waiting"],
+        "batches": stats["batches"],
+        "offline": not endpoint.base_urls,
+    }
+
+
 @task(cache_policy=NO_CACHE)
 def publish_judge_artifact(summary: dict[str, Any], shares: Any) -> None:
     """A markdown table of the run in the Prefect UI."""

@@ -15,7 +15,8 @@ once. Items journaled to shards that are not loaded yet (a run killed mid-way) a
 
 Prompt tokens are estimated as the characters of the messages / 4 (CHARS_PER_TOKEN: the usual rule of thumb for
 English with OpenAI's and Llama-3's tokenizers; no tokenizer is loaded). Cost = prompt tokens x input price +
-assumed answer tokens (ANSWER_TOKENS) x output price, with the prices of peras/models.toml.
+assumed answer tokens (ANSWER_TOKENS) x output price, with the prices of peras/models.toml: the list price (online
+mode) and, for providers with a Batch API, its batch price (`--mode batch`, docs/batch.md).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class EstimateRow:
     prompt_chars: int = 0
     answer_tokens: int = 0
     price: tuple[float, float] | None = None  # USD per 1M input, output tokens (hosted presets)
+    batch_price: tuple[float, float] | None = None  # the same through the provider's Batch API, if it has one
 
     @property
     def prompt_tokens(self) -> int:
@@ -62,9 +64,17 @@ class EstimateRow:
     @property
     def cost_usd(self) -> float | None:
         """Estimated USD, hosted presets only."""
-        if self.price is None:
+        return self._cost(self.price)
+
+    @property
+    def batch_cost_usd(self) -> float | None:
+        """Estimated USD in batch mode, hosted presets whose provider has a Batch API only."""
+        return self._cost(self.batch_price)
+
+    def _cost(self, price: tuple[float, float] | None) -> float | None:
+        if price is None:
             return None
-        return (self.prompt_tokens * self.price[0] + self.answer_tokens * self.price[1]) / 1e6
+        return (self.prompt_tokens * price[0] + self.answer_tokens * price[1]) / 1e6
 
 
 @dataclass
@@ -124,7 +134,8 @@ def estimate_judge_run(
 
 def _row(run: JudgeRun, cot: bool) -> EstimateRow:
     price = (run.preset.price.input, run.preset.price.output) if run.preset.price else None
-    return EstimateRow(run.preset.name, run.collection, run.subset, cot, price=price)
+    batch = run.preset.price.batch if run.preset.price else None
+    return EstimateRow(run.preset.name, run.collection, run.subset, cot, price=price, batch_price=batch)
 
 
 def tally(
@@ -152,6 +163,7 @@ def tally(
 def format_estimate(estimate: Estimate) -> list[str]:
     """The plan as text lines: one per preset x collection x CoT setting, then the totals."""
     header = ["model", "collection", "subset", "CoT", "items", "requests", "at least", "prompt tokens", "est. USD"]
+    header.append("batch USD")
     body = [
         [
             r.preset,
@@ -163,6 +175,7 @@ def format_estimate(estimate: Estimate) -> list[str]:
             f"{r.n_requests_min:,}",
             f"{r.prompt_tokens:,}",
             "-" if r.cost_usd is None else f"{r.cost_usd:,.2f}",
+            "-" if r.batch_cost_usd is None else f"{r.batch_cost_usd:,.2f}",
         ]
         for r in estimate.rows
     ]
@@ -174,11 +187,18 @@ def format_estimate(estimate: Estimate) -> list[str]:
         for line in [header, *body]
     ]
     costs = [r.cost_usd for r in estimate.rows if r.cost_usd is not None]
+    batch = [(r.cost_usd or 0.0, r.batch_cost_usd) for r in estimate.rows if r.batch_cost_usd is not None]
     cached = sum(r.n_cached for r in estimate.rows)
     lines.append(
         f"total: {estimate.n_requests:,} requests (at least {sum(r.n_requests_min for r in estimate.rows):,}), "
         f"{sum(r.prompt_tokens for r in estimate.rows):,} prompt tokens (characters / {CHARS_PER_TOKEN}), "
         f"{cached:,} answered from the warehouse"
         + (f", est. USD {sum(costs):,.2f} for hosted models (prices to be checked)" if costs else "")
+        + (
+            f"; in batch mode (--mode batch) the {sum(c for c, _ in batch):,.2f} of models with a Batch API cost"
+            f" {sum(b for _, b in batch):,.2f}"
+            if batch
+            else ""
+        )
     )
     return lines

@@ -1,0 +1,225 @@
+"""A scripted OpenAI Batch API on the scripted chat server: files, batches, statuses that move, partial outputs.
+
+    with FakeBatchAPI(instant, scripts=[BatchScript(), BatchScript(end="expired", answer_share=0.5)]) as server:
+        ...  # peras judge ... --mode batch --base-url server.base_url
+        assert server.submitted_ids == [...]   # every custom_id of every batch created, in order
+
+Routes (besides the chat server's /v1/models and /v1/chat/completions): POST /v1/files (multipart, purpose batch),
+GET /v1/files/{id} and /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+
+Batch k (in order of creation) follows `scripts[k]` (the last script repeats): each retrieve moves it one status
+along `steps` (validating, in_progress, finalizing, then its end). When it ends, its lines are answered by the
+same responder as online requests: the first `answer_share` of them (all of them for `completed`), in input order,
+go to the output file (a `Fault` reply becomes an error-file line with that HTTP status); the rest of an `expired`
+or `cancelled` batch go to the error file as `batch_expired` / `batch_cancelled` lines, as OpenAI writes them. A
+`failed` batch has no files, and its `errors` say why. Cancelling moves a batch to `cancelling`, and its next
+retrieve to `cancelled`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from support.fake_openai import FakeOpenAI, Fault, RecordedRequest, Reply, Responder, _completion, instant
+from support.http_server import http_response
+
+LIVE = ("validating", "in_progress", "finalizing")
+
+
+@dataclass(frozen=True)
+class BatchScript:
+    """How one batch goes: the live statuses it shows on successive retrieves, how it ends, how much it answers."""
+
+    steps: tuple[str, ...] = LIVE
+    end: str = "completed"  # completed, expired, failed or cancelled
+    answer_share: float = 1.0  # of its lines, answered when it ends (completed batches answer them all)
+
+
+class FakeBatchAPI(FakeOpenAI):
+    """The chat server plus the Files and Batches endpoints, scripted per batch."""
+
+    def __init__(self, responder: Responder = instant, scripts: list[BatchScript] | None = None, **kwargs: Any) -> None:
+        super().__init__(responder, **kwargs)
+        self.scripts = scripts or [BatchScript()]
+        self.files: dict[str, dict[str, Any]] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.submitted_ids: list[str] = []  # the custom_id of every line of every batch created
+        self._steps: dict[str, list[str]] = {}
+
+    async def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[bytes, bool]:
+        """The Batch API's routes; the rest is the chat server's."""
+        route = path.split("?", 1)[0].rstrip("/").removeprefix("/v1")
+        parts = route.strip("/").split("/")
+        if parts[0] not in ("files", "batches"):
+            return await super().handle(method, path, headers, raw)
+        body = None if parts[0] == "files" else (json.loads(raw) if raw else None)
+        self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
+        if parts == ["files"] and method == "POST":
+            return self._upload(headers, raw), False
+        if parts[0] == "files" and len(parts) >= 2 and parts[1] in self.files:
+            file = self.files[parts[1]]
+            if parts[2:] == ["content"]:
+                return _raw_response(file["data"]), False
+            return http_response(200, _file_object(parts[1], file)), False
+        if parts == ["batches"] and method == "POST":
+            return self._create(body or {}), False
+        if parts[0] == "batches" and len(parts) >= 2 and parts[1] in self.batches:
+            if parts[2:] == ["cancel"] and method == "POST":
+                return http_response(200, self._cancel(parts[1])), False
+            if method == "GET" and len(parts) == 2:
+                return http_response(200, self._advance(parts[1])), False
+        return http_response(404, {"error": {"message": f"no route {method} {path}", "type": "not_found"}}), False
+
+    def _upload(self, headers: dict[str, str], raw: bytes) -> bytes:
+        fields = _multipart(headers.get("content-type", ""), raw)
+        if fields.get("purpose", (None, b""))[1] != b"batch" or "file" not in fields:
+            return http_response(400, {"error": {"message": "send purpose=batch and a file", "type": "invalid"}})
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = {"data": fields["file"][1], "filename": fields["file"][0] or "input.jsonl"}
+        return http_response(200, _file_object(file_id, self.files[file_id]))
+
+    def _store(self, lines: list[dict[str, Any]], name: str) -> str | None:
+        if not lines:
+            return None
+        file_id = f"file-{len(self.files) + 1}"
+        data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        self.files[file_id] = {"data": data, "filename": name}
+        return file_id
+
+    def _create(self, request: dict[str, Any]) -> bytes:
+        file = self.files.get(str(request.get("input_file_id")))
+        if (
+            file is None
+            or request.get("completion_window") != "24h"
+            or request.get("endpoint") != "/v1/chat/completions"
+        ):
+            return http_response(400, {"error": {"message": "bad batch request", "type": "invalid_request_error"}})
+        lines = [json.loads(line) for line in file["data"].splitlines() if line.strip()]
+        batch_id = f"batch_{len(self.batches) + 1}"
+        script = self.scripts[min(len(self.batches), len(self.scripts) - 1)]
+        self.submitted_ids += [line["custom_id"] for line in lines]
+        now = int(time.time())
+        self.batches[batch_id] = {
+            "id": batch_id,
+            "object": "batch",
+            "endpoint": request["endpoint"],
+            "errors": None,
+            "input_file_id": request["input_file_id"],
+            "completion_window": "24h",
+            "status": script.steps[0] if script.steps else script.end,
+            "output_file_id": None,
+            "error_file_id": None,
+            "created_at": now,
+            "expires_at": now + 86400,
+            "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+            "metadata": request.get("metadata"),
+            "_lines": lines,
+            "_script": script,
+        }
+        self._steps[batch_id] = list(script.steps[1:]) + [script.end]
+        if not script.steps:
+            self._end(batch_id, script.end)
+        return http_response(200, _public(self.batches[batch_id]))
+
+    def _advance(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        if batch["status"] == "cancelling":
+            self._end(batch_id, "cancelled")
+        elif batch["status"] in LIVE and self._steps[batch_id]:
+            status = self._steps[batch_id].pop(0)
+            if status in LIVE:
+                batch["status"] = status
+            else:
+                self._end(batch_id, status)
+        return _public(batch)
+
+    def _cancel(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        if batch["status"] in LIVE:
+            batch["status"] = "cancelling"
+        return _public(batch)
+
+    def _end(self, batch_id: str, status: str) -> None:
+        batch = self.batches[batch_id]
+        batch["status"] = status
+        batch[f"{status}_at"] = int(time.time())
+        lines: list[dict[str, Any]] = batch["_lines"]
+        if status == "failed":
+            batch["errors"] = {"object": "list", "data": [{"code": "scripted_failure", "message": "scripted"}]}
+            return
+        share = 1.0 if status == "completed" else batch["_script"].answer_share
+        answered = math.ceil(len(lines) * share)
+        output, errors = [], []
+        for index, line in enumerate(lines):
+            if index < answered:
+                out = self._answer(line)
+                (output if out["response"]["status_code"] == 200 else errors).append(out)
+            else:
+                code = "batch_expired" if status == "expired" else "batch_cancelled"
+                errors.append(
+                    {
+                        "id": f"batch_req_{batch_id}_{index}",
+                        "custom_id": line["custom_id"],
+                        "response": None,
+                        "error": {"code": code, "message": f"This request could not be executed before the {status}"},
+                    }
+                )
+        batch["output_file_id"] = self._store(output, f"{batch_id}_output.jsonl")
+        batch["error_file_id"] = self._store(errors, f"{batch_id}_error.jsonl")
+        batch["request_counts"] = {"total": len(lines), "completed": len(output), "failed": len(errors)}
+
+    def _answer(self, line: dict[str, Any]) -> dict[str, Any]:
+        request = line["body"]
+        reply = self.responder(request)
+        if isinstance(reply, Fault):
+            body = reply.body or {"error": {"message": f"fake fault {reply.status}", "type": "fake"}}
+            response = {"status_code": reply.status, "request_id": "req_fake", "body": body}
+        else:
+            completion = _completion(request, reply if isinstance(reply, Reply) else Reply(reply))
+            response = {"status_code": 200, "request_id": "req_fake", "body": completion}
+        return {
+            "id": f"batch_req_{line['custom_id']}",
+            "custom_id": line["custom_id"],
+            "response": response,
+            "error": None,
+        }
+
+
+def _public(batch: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in batch.items() if not key.startswith("_")}
+
+
+def _file_object(file_id: str, file: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": file_id,
+        "object": "file",
+        "bytes": len(file["data"]),
+        "created_at": int(time.time()),
+        "filename": file["filename"],
+        "purpose": "batch",
+        "status": "processed",
+    }
+
+
+def _raw_response(data: bytes) -> bytes:
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {len(data)}\r\n\r\n"
+    return head.encode("latin-1") + data
+
+
+def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """The fields of a multipart/form-data body: name -> (filename, bytes)."""
+    boundary = content_type.partition("boundary=")[2].strip('"')
+    fields: dict[str, tuple[str | None, bytes]] = {}
+    for part in raw.split(b"--" + boundary.encode()):
+        head, _, data = part.partition(b"\r\n\r\n")
+        if b"name=" not in head:
+            continue
+        disposition = head.decode("latin-1")
+        name = disposition.split('name="', 1)[1].split('"', 1)[0]
+        filename = disposition.split('filename="', 1)[1].split('"', 1)[0] if 'filename="' in disposition else None
+        fields[name] = (filename, data.removesuffix(b"\r\n"))
+    return fields

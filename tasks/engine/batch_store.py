@@ -1,0 +1,320 @@
+"""Where batch rounds live: submitted to a Batch API or recorded for export, collected, imported (V540 tables).
+
+Every write is one transaction: a batch is recorded with its lines right after the provider created it, a batch's
+lines are stored with its new status, an import stores every line of its files or none.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from peras.errors import InputError, UsageError, clip
+from peras.llm.batches import DONE_STATUSES, BatchAPI, OutputLine, input_line, read_output_line, split_lines
+from peras.settings import Settings
+from peras.sql import run_sql
+from peras.warehouse import connect, now, open_migrated, retrying, transaction
+from tasks.engine.endpoint import Endpoint, public_url
+from tasks.engine.spec import RunIdentity
+
+
+def batch_api(settings: Settings, endpoint: Endpoint) -> BatchAPI | None:
+    """The Batch API of the endpoint; None when batch mode writes files for vLLM's run-batch (no base URL)."""
+    if not endpoint.base_urls:
+        return None
+    if len(endpoint.base_urls) > 1:
+        raise UsageError("batch mode submits to one Batch API: give one --base-url")
+    return BatchAPI(endpoint.base_urls[0], settings.api_key_env, settings.request_timeout_s)
+
+
+def submit(
+    settings: Settings, api: BatchAPI | None, identity: RunIdentity, pending: dict[str, tuple[str, int, dict[str, Any]]]
+) -> list[str]:
+    """Submit a round's lines (split at the providers' limits); their batch ids. Each batch is recorded with its
+    lines in one write right after it is created, so a resume polls it instead of submitting it again."""
+    if not pending:
+        return []
+    with connect(settings.warehouse, read_only=True) as con:
+        round_ = int(run_sql(con, "engine/batch/select_next_round", {"run_id": identity.run_id}).fetchone()[0])
+    order = sorted(pending)
+    ids: list[str] = []
+    start = 0
+    for index, chunk in enumerate(split_lines([input_line(cid, pending[cid][2]) for cid in order])):
+        chosen, start = order[start : start + len(chunk)], start + len(chunk)
+        if api is None:
+            batch_id, file_id, status, url = f"file-{uuid.uuid4().hex[:16]}", None, "exported", None
+        else:
+            file_id = api.upload(b"".join(chunk), f"peras-{identity.run_name}-round{round_}-{index + 1}.jsonl")
+            created = api.create(file_id, {"peras_run": identity.run_name, "peras_round": str(round_)})
+            batch_id, status, url = str(created["id"]), str(created["status"]), public_url(api.base_url)
+        record_batch(settings, identity, batch_id, round_, status, file_id, url, chosen, pending, keep_body=api is None)
+        ids.append(batch_id)
+    return ids
+
+
+def record_batch(
+    settings: Settings,
+    identity: RunIdentity,
+    batch_id: str,
+    round_: int,
+    status: str,
+    file_id: str | None,
+    base_url: str | None,
+    custom_ids: list[str],
+    pending: dict[str, tuple[str, int, dict[str, Any]]],
+    keep_body: bool,
+) -> None:
+    """A submitted batch and its lines, in one transaction."""
+    frame = pl.DataFrame(
+        {
+            "batch_id": [batch_id] * len(custom_ids),
+            "custom_id": custom_ids,
+            "request_id": [pending[c][0] for c in custom_ids],
+            "attempt": [pending[c][1] for c in custom_ids],
+            "body": [json.dumps(pending[c][2]) if keep_body else None for c in custom_ids],
+        },
+        schema={"batch_id": pl.String, "custom_id": pl.String, "request_id": pl.String, "attempt": pl.Int32,
+                "body": pl.String},
+    )  # fmt: skip
+    params = {
+        "batch_id": batch_id,
+        "run_id": identity.run_id,
+        "kind": identity.kind,
+        "model": identity.model,
+        "base_url": base_url,
+        "round": round_,
+        "status": status,
+        "input_file_id": file_id,
+        "n_requests": len(custom_ids),
+        "submitted_at": now(),
+    }
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con:
+            con.register("submitted_lines", frame.to_arrow())
+            with transaction(con):
+                run_sql(con, "engine/batch/insert_batch", params)
+                run_sql(con, "engine/batch/insert_batch_requests")
+
+    retrying(write)
+
+
+def collect(settings: Settings, api: BatchAPI, model: str) -> list[tuple[str, str]]:
+    """Poll the model's live batches at this Batch API; store what the ended ones answered. (batch id, status)."""
+    seen = []
+    for batch_id in live_batches(settings, api, model):
+        batch = api.retrieve(batch_id)
+        status = str(batch["status"])
+        lines: list[OutputLine] = []
+        if status in DONE_STATUSES:
+            for key in ("output_file_id", "error_file_id"):
+                if batch.get(key):
+                    data = api.content(str(batch[key]))
+                    lines += [read_output_line(raw, f"{batch_id} {key}", n) for n, raw in _lines(data)]
+        store_lines(settings, batch_id, status, batch.get("output_file_id"), batch.get("error_file_id"), lines,
+                    status in DONE_STATUSES)  # fmt: skip
+        seen.append((batch_id, status))
+    return seen
+
+
+def live_batches(settings: Settings, api: BatchAPI, model: str) -> list[str]:
+    """The model's live batches at this Batch API, whichever run submitted them (two runs share a request's batch)."""
+    with connect(settings.warehouse, read_only=True) as con:
+        rows = run_sql(
+            con, "engine/batch/select_live_batches", {"model": model, "base_url": public_url(api.base_url)}
+        ).fetchall()
+    return [batch_id for batch_id, _, _ in rows]
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    for number, raw in enumerate(data.splitlines(), 1):
+        if raw.strip():
+            yield number, raw
+
+
+def store_lines(
+    settings: Settings,
+    batch_id: str,
+    status: str,
+    output_file_id: Any,
+    error_file_id: Any,
+    lines: list[OutputLine],
+    done: bool,
+) -> None:
+    """A batch's status, and when it has ended its lines, collected in one transaction."""
+    frame = pl.DataFrame(
+        {
+            "custom_id": [line.custom_id for line in lines],
+            "status_code": [line.status_code for line in lines],
+            "body": [json.dumps(line.body) if line.body is not None else None for line in lines],
+            "error_code": [line.error_code for line in lines],
+            "error_message": [line.error_message for line in lines],
+        },
+        schema={"custom_id": pl.String, "status_code": pl.Int32, "body": pl.String, "error_code": pl.String,
+                "error_message": pl.String},
+    )  # fmt: skip
+    at = now()
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con:
+            con.register("collected_lines", frame.to_arrow())
+            with transaction(con):
+                run_sql(
+                    con,
+                    "engine/batch/update_batch_status",
+                    {
+                        "batch_id": batch_id,
+                        "status": status,
+                        "output_file_id": output_file_id,
+                        "error_file_id": error_file_id,
+                        "updated_at": at,
+                    },
+                )
+                if done:
+                    run_sql(con, "engine/batch/insert_batch_lines", {"batch_id": batch_id, "collected_at": at})
+                    run_sql(con, "engine/batch/mark_collected", {"batch_id": batch_id, "collected_at": at})
+
+    retrying(write)
+
+
+def run_batches(settings: Settings, run_id: str) -> list[dict[str, Any]]:
+    """A run's batches: id, round, status, requests, answered and failed lines, when submitted and collected."""
+    with connect(settings.warehouse, read_only=True) as con:
+        cursor = run_sql(con, "engine/batch/select_run_batches", {"run_id": run_id})
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def wait_line(batches: list[dict[str, Any]], n_waiting: int) -> str:
+    """What a waiting run has out, in one line."""
+    live = [b for b in batches if b["collected_at"] is None]
+    states = ", ".join(f"{b['batch_id']} {b['status']} ({b['n_requests']:,} requests)" for b in live)
+    return f"{n_waiting:,} items wait for batch answers; live: {states or 'none'}"
+
+
+def export_files(settings: Settings, run_id: str, output: Path) -> list[Path]:
+    """Write the input files of a run's exported batches not yet imported, one per batch, for `vllm run-batch`."""
+    with connect(settings.warehouse, read_only=True) as con:
+        rows = run_sql(con, "engine/batch/select_exported_requests", {"run_id": run_id}).fetchall()
+    by_batch: dict[str, list[bytes]] = {}
+    for batch_id, cid, _, _, body, is_collected in rows:
+        if not is_collected:
+            by_batch.setdefault(batch_id, []).append(input_line(cid, json.loads(body)))
+    paths = [output / f"{batch_id}.jsonl" for batch_id in by_batch]
+    in_the_way = [path for path in paths if path.exists()]
+    if in_the_way:
+        raise UsageError(f"{in_the_way[0]} exists; nothing was written (choose another --output or move it)")
+    output.mkdir(parents=True, exist_ok=True)
+    for path, lines in zip(paths, by_batch.values(), strict=True):
+        path.write_bytes(b"".join(lines))
+    return paths
+
+
+def import_files(settings: Settings, run_id: str, run_name: str, paths: list[Path]) -> dict[str, int]:
+    """Read output files of vLLM's run-batch (or any runner of the format) into a run's exported batches.
+
+    Every line is checked before anything is written, and the first bad one is named with its file and line: a
+    line that is no batch output (a foreign or truncated file), a custom_id the run is not waiting for, one given
+    twice, an answer of another model, an answer for a request that already has one. A line collected before with
+    the same answer is skipped (a file imported twice changes nothing). The batches the files answer are collected:
+    their requests without a line go in the next round."""
+    with connect(settings.warehouse, read_only=True) as con:
+        rows = run_sql(con, "engine/batch/select_exported_requests", {"run_id": run_id}).fetchall()
+        before = {
+            cid: (status, json.loads(body) if body else None)
+            for cid, status, body in run_sql(con, "engine/batch/select_collected_bodies", {"run_id": run_id}).fetchall()
+        }
+    waiting = {
+        cid: (batch_id, rid, json.loads(body)["model"]) for batch_id, cid, rid, _, body, done in rows if not done
+    }
+    accepted: dict[str, list[OutputLine]] = {}
+    where: dict[str, tuple[Path, int]] = {}
+    n_same = 0
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path} is not a file; nothing was imported")
+        for number, raw in _lines(path.read_bytes()):
+            line = read_output_line(raw, path, number)
+            cid = line.custom_id
+            if cid in before and before[cid] == (line.status_code, line.body):
+                n_same += 1
+                continue
+            if cid not in waiting:
+                why = (
+                    "was answered by an earlier import" if cid in before else f"is no request run {run_name} waits for"
+                )
+                raise InputError(f"custom_id {clip(cid, quote=True)} {why}; nothing was imported", path, number)
+            if cid in where:
+                first = f"{where[cid][0]}:{where[cid][1]}"
+                raise InputError(
+                    f"custom_id {clip(cid, quote=True)} is answered twice (first at {first})", path, number
+                )
+            answered_by = (line.body or {}).get("model")
+            if line.body is not None and answered_by != waiting[cid][2]:
+                raise InputError(
+                    f"answered by model {clip(answered_by, quote=True)}, run {run_name} asks {waiting[cid][2]!r};"
+                    " nothing was imported",
+                    path,
+                    number,
+                )
+            accepted.setdefault(waiting[cid][0], []).append(line)
+            where[cid] = (path, number)
+    _refuse_answered(settings, {cid: waiting[cid][1] for cid in where}, where)
+    for batch_id, lines in accepted.items():
+        store_lines(settings, batch_id, "completed", None, None, lines, True)
+    return {"n_lines": len(where), "n_same": n_same, "n_batches": len(accepted)}
+
+
+def _refuse_answered(settings: Settings, requests: dict[str, str], where: dict[str, tuple[Path, int]]) -> None:
+    """An import never replaces a stored answer: name the first line whose request has one."""
+    if not requests:
+        return
+    frame = pl.DataFrame({"custom_id": list(requests), "request_id": list(requests.values())})
+    with connect(settings.warehouse, read_only=True) as con:
+        con.register("imported_lines", frame.to_arrow())
+        answered = {cid for (cid,) in run_sql(con, "engine/batch/select_import_conflicts").fetchall()}
+    if answered:
+        cid = min(answered, key=lambda c: where[c])
+        raise InputError(
+            f"custom_id {clip(cid, quote=True)}: its request already has an answer stored; nothing was imported",
+            *where[cid],
+        )
+
+
+def cancel_batches(settings: Settings, run_id: str, api_key_env: str | None) -> list[tuple[str, str]]:
+    """Cancel a run's live batches: at the provider (it keeps what it answered, collected later), or, for exported
+    files, here (their requests go in the next round). (batch id, status)."""
+    done = []
+    for batch in run_batches(settings, run_id):
+        if batch["collected_at"] is not None:
+            continue
+        if batch["base_url"] is None:
+            store_lines(settings, batch["batch_id"], "cancelled", None, None, [], True)
+            done.append((batch["batch_id"], "cancelled"))
+            continue
+        api = BatchAPI(batch["base_url"], api_key_env, settings.request_timeout_s)
+        try:
+            answer = api.cancel(batch["batch_id"])
+        finally:
+            api.close()
+        store_lines(settings, batch["batch_id"], str(answer["status"]), None, None, [], False)
+        done.append((batch["batch_id"], str(answer["status"])))
+    return done
+
+
+def collect_run(settings: Settings, run_id: str, model: str, api_key_env: str | None) -> list[tuple[str, str]]:
+    """Collect what a run's live batches at their Batch APIs answered (each API polled once). (batch id, status)."""
+    urls = {b["base_url"] for b in run_batches(settings, run_id) if b["collected_at"] is None and b["base_url"]}
+    seen = []
+    for url in sorted(urls):
+        api = BatchAPI(url, api_key_env, settings.request_timeout_s)
+        try:
+            seen += collect(settings, api, model)
+        finally:
+            api.close()
+    return seen

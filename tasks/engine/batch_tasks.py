@@ -1,0 +1,85 @@
+"""Batch mode's Prefect task: collect what ended, run a pass from it, submit the next round; with `wait`, repeat.
+
+`ask_in_batches` takes the place of `ask_all` (tasks/engine/tasks.py) when `settings.mode` is 'batch'. It returns
+the engine's counts plus `n_waiting` (items whose answers are still out) and the batches it submitted; a flow whose
+run still waits ends there (the run's status is 'waiting', with what is out) and gates only when nothing waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from peras.errors import UsageError
+from peras.settings import Settings
+from tasks.engine.batch import BATCH_KINDS, load_round
+from tasks.engine.batch_store import batch_api, collect, live_batches, run_batches, submit, wait_line
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.engine import Engine
+from tasks.engine.shards import load_shards
+from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
+from tasks.engine.tasks import count_pending, notice, set_run_status
+
+
+@task(cache_policy=NO_CACHE)
+def ask_in_batches(
+    settings: Settings,
+    endpoint: Endpoint,
+    identity: RunIdentity,
+    stage: Stage,
+    plan: Plan,
+    rows_per_shard: int,
+    retry_failed: bool = False,
+    wait: bool = False,
+    sleep: Callable[[float], Any] | None = None,
+) -> dict[str, Any]:
+    """Collect the run's ended batches, answer every item whose answers are in, submit the requests still needed as
+    the next round; with `wait`, poll every `batch_poll_s` and go on until no item waits."""
+    if identity.kind not in BATCH_KINDS:
+        raise UsageError(f"--mode batch asks the {', '.join(sorted(BATCH_KINDS))} stage; run {identity.kind} online")
+    load_shards(settings.warehouse, settings.shards, identity)
+    if retry_failed and isinstance(plan, RetryingPlan):
+        plan = plan.with_failures()
+    api = batch_api(settings, endpoint)
+    totals, submitted, waiting = EngineStats(), [], 0
+    try:
+        while True:
+            if api is not None:
+                collect(settings, api, identity.model)
+            if count_pending(settings, plan) == 0:
+                waiting = 0
+                break
+            batch = load_round(settings, identity.model)
+            engine = Engine(
+                None, identity, stage, settings.warehouse, settings.shards, settings.concurrency, rows_per_shard,
+                retry_failed, batch=batch,
+            )  # fmt: skip
+            stats = asyncio.run(engine.run(plan))
+            _add(totals, stats)
+            submitted += submit(settings, api, identity, batch.pending)
+            waiting = stats.n_deferred
+            if waiting == 0:
+                continue  # a pass that dropped outcomes is planned again; else the plan is empty now
+            if not wait or api is None or not live_batches(settings, api, identity.model):
+                break
+            line = wait_line(run_batches(settings, identity.run_id), waiting)
+            notice(f"{identity.run_name}: {line}; next look in {settings.batch_poll_s:g} s")
+            (sleep or time.sleep)(settings.batch_poll_s)
+    finally:
+        if api is not None:
+            api.close()
+    if waiting:
+        set_run_status(
+            settings.warehouse, identity, "waiting", wait_line(run_batches(settings, identity.run_id), waiting)
+        )
+    return totals.as_dict() | {"n_waiting": waiting, "batches": submitted}
+
+
+def _add(totals: EngineStats, stats: EngineStats) -> None:
+    for name in ("n_items", "n_cached", "n_failures", "n_dropped", "passes"):
+        setattr(totals, name, getattr(totals, name) + getattr(stats, name))

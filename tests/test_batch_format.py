@@ -1,0 +1,149 @@
+"""The OpenAI batch file format (peras/llm/batches.py) and what refuses batch mode, without any server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from peras.errors import InputError, RequestRejected, UsageError
+from peras.llm.batches import input_line, read_output_line, split_lines
+from peras.llm.client import chat_body
+from peras.llm.parsing import parse_label
+from peras.settings import load_settings
+from tasks.engine.batch import BatchRound, Deferred, Line
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.spec import Ask, RunIdentity
+from tasks.engine.tasks import ask_all
+
+pytestmark = pytest.mark.core
+
+ANSWER = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "2"}}], "model": "m"}
+
+
+def test_an_input_line_carries_the_online_body():
+    body = chat_body("m", [{"role": "user", "content": "q"}], {"temperature": 0.0, "extra_body": {"cache_prompt": 1}})
+    assert json.loads(input_line("abc", body)) == {
+        "custom_id": "abc",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 0.0, "cache_prompt": 1},
+    }
+
+
+def test_rounds_are_split_at_the_line_and_byte_limits():
+    lines = [b"x" * 10 + b"\n"] * 5  # 11 bytes each
+    assert [len(part) for part in split_lines(lines, max_lines=2, max_bytes=1000)] == [2, 2, 1]
+    assert [len(part) for part in split_lines(lines, max_lines=100, max_bytes=33)] == [3, 2]
+
+
+OUTPUT_LINES = [
+    # OpenAI's answered line
+    (
+        {
+            "id": "b",
+            "custom_id": "c",
+            "response": {"status_code": 200, "request_id": "r", "body": ANSWER},
+            "error": None,
+        },
+        (200, ANSWER, None, None),
+    ),
+    # OpenAI's expired line: no response, an error object
+    (
+        {"id": "b", "custom_id": "c", "response": None, "error": {"code": "batch_expired", "message": "late"}},
+        (None, None, "batch_expired", "late"),
+    ),
+    # vLLM's refused line: status 400, no body, the error as a string
+    (
+        {"id": "v", "custom_id": "c", "response": {"status_code": 400, "request_id": "r", "body": None}, "error": "no"},
+        (400, None, None, "no"),
+    ),
+    # a provider's per-line server error: the error in the body
+    (
+        {"custom_id": "c", "response": {"status_code": 500, "body": {"error": {"message": "boom", "code": "x"}}}},
+        (500, None, "x", "boom"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "read"), OUTPUT_LINES)
+def test_output_lines_of_openai_and_vllm_are_read(line, read):
+    got = read_output_line(json.dumps(line).encode(), "out.jsonl", 3)
+    assert (got.custom_id, got.status_code, got.body, got.error_code, got.error_message) == ("c", *read)
+
+
+BAD_LINES = [
+    (b'{"custom_id": "c", "resp', "out.jsonl:7: not a JSON line (truncated?)"),
+    (b'{"custom_id": "c", "method": "POST", "body": {}}', "out.jsonl:7: not a batch output line"),
+    (b'{"custom_id": "c", "response": {"status_code": 200, "body": {"x": 1}}}', "out.jsonl:7: status 200 but its"),
+    (b'{"custom_id": "c", "response": [1]}', "out.jsonl:7: its response is not an object"),
+]
+
+
+@pytest.mark.parametrize(("raw", "message"), BAD_LINES)
+def test_a_bad_output_line_names_file_and_line(raw, message):
+    with pytest.raises(InputError) as raised:
+        read_output_line(raw, Path("out.jsonl"), 7)
+    assert str(raised.value).startswith(message)
+
+
+def test_a_stage_other_than_the_judge_refuses_batch_mode(tmp_path):
+    settings = load_settings(warehouse=tmp_path / "w.duckdb", mode="batch")
+    identity = RunIdentity("w", "priming", "id", "name", "m", "b")
+    with pytest.raises(UsageError) as raised:
+        ask_all.fn(settings, Endpoint([], "m", "b"), identity, None, None, 10)
+    assert str(raised.value) == "--mode batch is not available for priming yet; ask it with --mode online"
+
+
+class Journal:
+    """The two engine methods a batch round calls, recording what they journal."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, ...]] = []
+
+    def record_answer(self, spec, request_id, prompt_hash, result, texts, sent, parsed, http, started):
+        self.rows.append(
+            ("answer", request_id, json.dumps(texts), json.dumps([p.get("seed") for p in sent]), str(http))
+        )
+        return parsed
+
+    def record_refusal(self, spec, request_id, prompt_hash, texts, sent, reason, http, started):
+        self.rows.append(("refused", request_id, reason, str(http)))
+        return RequestRejected(reason, request_id=request_id)
+
+
+def completion(text: str) -> dict:
+    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}], "model": "m"}
+
+
+ASK = Ask([{"role": "user", "content": "q"}], {"temperature": 0.0}, "label", lambda text: parse_label(text, False))
+
+
+def test_a_round_answers_regenerates_refuses_and_defers_by_the_lines_collected():
+    lines = {
+        ("ok", 0): [Line(500, None, None, "boom"), Line(200, completion("2"), None, None)],  # a retried line
+        ("regen", 0): [Line(200, completion("no idea"), None, None)],  # unreadable: its regeneration is next
+        ("refused", 0): [Line(400, None, None, "too long")],
+        ("failing", 0): [Line(500, None, None, "boom")] * 3,  # more failed lines than max_retries (2)
+        ("empty", 0): [Line(200, {"choices": []}, None, None)],
+    }
+    batch = BatchRound("m", lines, live={("live", 0)}, max_retries=2)
+    journal = Journal()
+    assert batch.answer(journal, ASK, "ok", "h").value == 2
+    for request_id in ("regen", "live", "new"):
+        with pytest.raises(Deferred):
+            batch.answer(journal, ASK, request_id, "h")
+    for request_id in ("refused", "failing", "empty"):
+        with pytest.raises(RequestRejected):
+            batch.answer(journal, ASK, request_id, "h")
+    assert journal.rows == [
+        ("answer", "ok", '["2"]', "[null]", "2"),
+        ("refused", "refused", "the batch answered HTTP 400: too long", "1"),
+        ("refused", "failing", "the batch answered HTTP 500: boom", "3"),
+        ("refused", "empty", "the batch answered HTTP 200 but not a chat completion", "1"),
+    ]
+    # Submitted next: the regeneration (seed 1000, temperature 0.7) and the new request; not the live one.
+    pending = {cid: (rid, attempt, body.get("seed")) for cid, (rid, attempt, body) in batch.pending.items()}
+    assert pending == {"regen-r1": ("regen", 1, 1000), "new": ("new", 0, None)}
+    assert batch.pending["regen-r1"][2]["temperature"] == 0.7
