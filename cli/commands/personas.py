@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from cli.commands.recognize import recognize
 from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
 from peras.prompting import CANONICAL_ORDER
 from peras.settings import Settings
@@ -33,6 +34,7 @@ def personas() -> None:
         peras personas check --samples 5
         peras personas build mine --max-rounds 3
         peras personas export mine --output my-personalities
+        peras personas recognize --run sample-judge-run --sample 10
     """
 
 
@@ -199,6 +201,9 @@ def print_build(summary: dict[str, Any]) -> None:
     n_faithful = sum(1 for r in conditions if r["is_faithful"])
     click.echo(f"set {summary['personality_set']}: {n_faithful} of {len(conditions)} conditions faithful; "
                f"model {summary['model']}")  # fmt: skip
+
+
+personas.add_command(recognize)
 
 
 def echo_table(headers: list[str], rows: list[list[Any]]) -> None:

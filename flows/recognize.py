@@ -1,0 +1,65 @@
+"""Recognize flow: does the persona show in the judge's reasoning? Explainable personality recognition (the
+PersonalityEvd paper's EPR-S and EPR-T) over a judge run's own with-CoT answers.
+
+For each personality of the judge run, a seeded sample of its CoT answers (tasks/recognize/tasks.py) is split into
+numbered sentences and read, per answer and Big-Five dimension, with the paper's Figure 6 prompt (level high / low /
+uncertain, the analysis, the ids of the sentences it rests on); then, per personality and dimension, the recognizer
+writes the trait evidence over the same sample (one paragraph per facet, Figure 8's form). Both parts run on the
+asking engine (cached, resumable, regenerated, gated) with the recognizer's model and endpoint. See docs/personas.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from peras.settings import Settings, load_settings
+from tasks.engine.running import run_stage
+from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.recognize.tasks import (
+    RecognizeRecipe,
+    choose_dimensions,
+    load_cot_answers,
+    load_measures,
+    plan_states,
+    plan_traits,
+    recognizer_settings,
+    sample_answers,
+    summarize,
+)
+
+
+@flow(name="recognize", flow_run_name="recognize-{judge_run}", log_prints=True)
+def recognize(
+    judge_run: str,
+    dimensions: list[str] | None = None,
+    sample: int = 30,
+    seed: int = 42,
+    run_name: str | None = None,
+    recognizer_model: str | None = None,
+    recognizer_base_url: str | None = None,
+    chunk_size: int = 64,
+    backend: str | None = None,
+    retry_failed: bool = False,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Read the judge run's sampled CoT answers for the personas' Big-Five levels (per answer, then per trait).
+
+    A run keeps its judge run, sample size, seed, recognizer model and prompt; calling it again resumes it: no
+    request is sent twice. The trait judgments are run RUN_NAME-traits (default: JUDGE_RUN-traits-MODEL).
+    """
+    settings = settings or load_settings()
+    chosen = choose_dimensions(dimensions)
+    sampled = sample_answers(load_cot_answers(settings, judge_run), sample, seed)
+    asking = recognizer_settings(settings, recognizer_model, recognizer_base_url)
+    states = plan_states(sampled, chosen)
+    state_recipe = RecognizeRecipe("recognize", judge_run, sample, seed, run_name, states)
+    state_outcome = run_stage(asking, state_recipe, states, backend, chunk_size, retry_failed)
+    traits = plan_traits(sampled, chosen)
+    trait_name = f"{run_name}-traits" if run_name else None
+    trait_recipe = RecognizeRecipe("recognize_traits", judge_run, sample, seed, trait_name, traits)
+    trait_outcome = run_stage(asking, trait_recipe, traits, backend, chunk_size, retry_failed)
+    publish_analyst_snapshot(settings)
+    tables = load_measures(settings, state_outcome.run.run_name)
+    return summarize(state_outcome, trait_outcome, len(states), len(traits), tables)

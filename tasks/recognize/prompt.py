@@ -1,0 +1,118 @@
+"""The recognize stage's prompts (peras/prompts/recognize_state.toml, recognize_trait.toml) and what fills them.
+
+The state prompt is the PersonalityEvd paper's Figure 6 word for word with the changes docs/personas.md lists; its
+placeholders keep the paper's names, written with spaces (`{target BF dim}`), so they are filled by name, not by
+str.format. Loading checks the file's keys and that the placeholders the template uses are exactly the declared
+ones. `{BF dim definition}` is the dimension's three BFI-2 facets, each with its four items marked by the pole they
+describe (the paper's Figure 5 / Appendix A, from peras/data/bfi2/items.tsv); `{dialogues}` is one assessor answer,
+one numbered sentence per line (tasks/recognize/sentences.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from peras.bfi2 import DOMAINS, load_items
+from peras.errors import InputError
+from peras.paths import PROMPTS_DIR
+from peras.prompting import PROMPT_KEYS, _check_keys, _read_toml
+
+STATE_PROMPT = "recognize_state"
+TRAIT_PROMPT = "recognize_trait"
+SPEAKER = "the assessor"  # the paper's {speaker}
+PLACEHOLDER = re.compile(r"\{([^{}\n]+)\}")
+DIMENSIONS = {name.lower(): code for code, name in DOMAINS.items()}  # 'openness' -> 'O'
+
+
+@dataclass(frozen=True)
+class RecognizePrompt:
+    """A template with the paper's placeholders, its sampling and a fingerprint of its text."""
+
+    name: str
+    template: str
+    placeholders: tuple[str, ...]
+    sampling: dict[str, Any]
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 of the template: a run keeps the prompt it was asked with."""
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()
+
+    def render(self, **values: str) -> str:
+        """Each placeholder replaced by its value, in one pass (a value holding braces is left as it is)."""
+        if set(values) != set(self.placeholders):
+            raise ValueError(f"prompt {self.name} takes {sorted(self.placeholders)}, got {sorted(values)}")
+        return PLACEHOLDER.sub(lambda found: values[found.group(1)], self.template)
+
+
+@cache
+def load_recognize_prompt(name: str) -> RecognizePrompt:
+    """Read `peras/prompts/<name>.toml`; keys, name and placeholders are checked (an InputError names the file)."""
+    path = PROMPTS_DIR / f"{name}.toml"
+    data = _read_toml(path)
+    _check_keys(data, PROMPT_KEYS, path)
+    if data["name"] != name:
+        raise InputError(f"name is {data['name']!r}, expected {name!r}", path)
+    declared = tuple(data["placeholders"])
+    used = sorted(set(PLACEHOLDER.findall(data["template"])))
+    if used != sorted(declared):
+        raise InputError(f"template placeholders {used} differ from declared {sorted(declared)}", path)
+    return RecognizePrompt(name, data["template"], declared, dict(data["sampling"]))
+
+
+def parse_dimension(name: str) -> str:
+    """A dimension's name in lower case ('neuroticism'), from a name or a code (N)."""
+    lowered = name.strip().lower()
+    by_code = {code.lower(): dim for dim, code in DIMENSIONS.items()}
+    if lowered in DIMENSIONS:
+        return lowered
+    if lowered in by_code:
+        return by_code[lowered]
+    raise ValueError(f"not a Big-Five dimension: {name!r}")
+
+
+@cache
+def facets(dimension: str) -> tuple[str, ...]:
+    """The dimension's three BFI-2 facets, in the inventory's order."""
+    code = DIMENSIONS[dimension]
+    return tuple(dict.fromkeys(item.facet for item in load_items() if item.domain_code == code))
+
+
+@cache
+def dimension_definition(dimension: str) -> str:
+    """`{BF dim definition}`: the three facets, each with its two high-pole and two low-pole BFI-2 items."""
+    code = DIMENSIONS[dimension]
+    items = [item for item in load_items() if item.domain_code == code]
+    lines = [f"{DOMAINS[code]} has three facets; each is described by BFI-2 items of its high and low level."]
+    for facet in facets(dimension):
+        lines.append(f"- {facet}")
+        for pole, keyed in (("high", "+"), ("low", "-")):
+            statements = [item.item for item in items if item.facet == facet and item.keyed == keyed]
+            lines.append(f"  - {pole}: {' '.join(statements)}")
+    return "\n".join(lines)
+
+
+def state_messages(dimension: str, dialogue: str) -> list[dict[str, str]]:
+    """The EPR-S request for one dimension and one answer (numbered sentences)."""
+    text = load_recognize_prompt(STATE_PROMPT).render(
+        **{"target BF dim": dimension, "BF dim definition": dimension_definition(dimension), "dialogues": dialogue}
+    )
+    return [{"role": "user", "content": text}]
+
+
+def trait_messages(dimension: str, dialogues: str) -> list[dict[str, str]]:
+    """The EPR-T request for one dimension over a persona's sampled answers (numbered dialogues)."""
+    facet_names = ", ".join(f.lower() for f in facets(dimension))
+    text = load_recognize_prompt(TRAIT_PROMPT).render(
+        **{
+            "target BF dim": dimension,
+            "BF dim definition": dimension_definition(dimension),
+            "facets": facet_names,
+            "dialogues": dialogues,
+        }
+    )
+    return [{"role": "user", "content": text}]

@@ -1,0 +1,216 @@
+"""Issue 33: `peras personas recognize` through the real CLI and HTTP against the scripted server, on a real judge
+run's with-CoT answers - the Figure 6 request as sent, every sampled answer read per dimension, traits per persona,
+a rerun sends nothing, ids naming no sentence regenerated and recorded, a killed run resumed with each item once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from peras.paths import PROJECT_ROOT
+from peras.settings import Settings
+from support.fake_openai import FakeOpenAI, Reply
+from tasks.recognize.prompt import state_messages, trait_messages
+from tasks.recognize.sentences import numbered, numbered_dialogues, split_sentences
+from tests.helpers import run_cli
+
+pytestmark = pytest.mark.integration
+
+PERSONAS = ("default", "HN", "LN")
+# What each persona's judge says, sentence by sentence (its explanation in the 'self' method's JSON).
+EXPLANATIONS = {
+    "very high Neuroticism": "I worry that this passage may mislead. It mentions the topic. I am anxious about it.",
+    "very low Neuroticism": "The passage mentions the topic. I stay calm and relaxed about its gaps.",
+}
+PLAIN = "The passage mentions the topic. It gives a partial answer."
+LINE = re.compile(r"^(\d+)\. the assessor: (.*)$", re.M)
+
+
+PASSAGE = re.compile(r"^Passage: (.*)$", re.M)
+
+
+def judge_answer(request: dict[str, Any]) -> str:
+    """The 'self' method's JSON: relevance 2, confidence 80, the persona's explanation, then a number of the passage."""
+    content = request["messages"][-1]["content"]
+    explanation = next((text for key, text in EXPLANATIONS.items() if key in content), PLAIN)
+    explanation += f" It is case {zlib.crc32(PASSAGE.search(content).group(1).encode()) % 1000}"
+    return json.dumps({"relevance": 2, "confidence_score": 80, "explanation": explanation})
+
+
+def cot_texts(warehouse: Path, personality: str) -> list[str]:
+    """The personality's CoT answers in the documented sample order: sha256("42|query_id|doc_id")."""
+    found = rows(warehouse, "select j.query_id, j.doc_id, r.raw_text from judgments j join llm_requests r "
+                            f"on r.request_id = j.label_request_id where j.personality = '{personality}'")  # fmt: skip
+    ranked = sorted(found, key=lambda r: hashlib.sha256(f"42|{r[0]}|{r[1]}".encode()).hexdigest())
+    return [text for _, _, text in ranked]
+
+
+def reading(content: str, ids: str | None = None) -> str:
+    """A recognizer that reads worry as high neuroticism, calm as low, anything else as uncertain."""
+    sentences = dict(LINE.findall(content))
+    worried = [i for i, s in sentences.items() if "worry" in s or "anxious" in s]
+    calm = [i for i, s in sentences.items() if "calm" in s]
+    if worried or calm:
+        level = "high" if worried else "low"
+        cited = ids or ", ".join(worried or calm)
+        return f"[Dialogue 1]\n- analysis: the assessor says so ({cited}).\n- level: {level}\n- utterance ids: {cited}"
+    return "[Dialogue 1]\n- analysis: nothing about it.\n- level: uncertain\n- utterance ids: none"
+
+
+FACETS = re.compile(r"one paragraph for each facet \((.*?)\), in that order")
+DIMENSION = re.compile(r"trait level is <level> in (\w+)\.")
+
+
+def trait_answer(content: str) -> str:
+    """Figure 8's form: the first facet cites answer 1, the level as the readings' (neuroticism only)."""
+    dimension = DIMENSION.search(content).group(1)
+    first, *others = FACETS.search(content).group(1).split(", ")
+    level = "uncertain"
+    if dimension == "neuroticism":
+        level = "high" if "worry" in content else "low" if "calm" in content else "uncertain"
+    lines = [
+        f"In terms of {first}, the assessor says so (1). This shows that.",
+        *(f"In terms of {f}, nothing." for f in others),
+    ]
+    return "\n".join([*lines, f"In summary, it is judged that the assessor's trait level is {level} in {dimension}."])
+
+
+def recognizer(request: dict[str, Any]) -> str:
+    content = request["messages"][-1]["content"]
+    if "## Role : [Master of Big Five Personality Theory]" not in content:
+        return judge_answer(request)
+    return trait_answer(content) if "In terms of <facet 1>" in content else reading(content)
+
+
+def rows(warehouse: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def judged(settings: Settings, tmp_path, monkeypatch, ingested) -> Settings:
+    """The sample judged with CoT ('self' method, 4 pairs) under default, HN and LN: run 'cot'."""
+    from flows.judge import judge
+
+    monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
+    ingested("sample", settings)
+
+    def make(template: Settings) -> None:
+        with FakeOpenAI(judge_answer) as server:
+            asking = template.model_copy(update={"base_urls": [server.base_url], "model": "fake-model"})
+            judge("sample", personalities=list(PERSONAS), cot=[True], confidence_methods=["self"], run_name="cot",
+                  limit_pairs=4, settings=asking)  # fmt: skip
+
+    ingested.made("judged sample cot self", settings, make)
+    return settings
+
+
+def recognize_cli(capsys, settings: Settings, server: FakeOpenAI, *args: str):
+    return run_cli(
+        capsys, "personas", "recognize", "--run", "cot", "--warehouse", str(settings.warehouse),
+        "--base-url", server.base_url, "--model", "fake-model", "--dimension", "neuroticism", *args,
+    )  # fmt: skip
+
+
+def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(judged, capsys):
+    with FakeOpenAI(recognizer) as server:
+        result = recognize_cli(capsys, judged, server, "--sample", "3")
+        assert result.exit_code == 0, result.err
+        # 3 personas x 3 answers x 1 dimension, then 3 trait judgments
+        assert len(server.chat_requests) == 12
+        sent = [r.body["messages"] for r in server.chat_requests]
+        # the Figure 6 request of default's first sampled answer, and HN's trait request over its three
+        default_first = cot_texts(judged.warehouse, "default")[0]
+        assert state_messages("neuroticism", numbered(split_sentences(default_first))) in sent
+        assert trait_messages("neuroticism", numbered_dialogues(cot_texts(judged.warehouse, "HN")[:3])) in sent
+        params = {(r.body["temperature"], r.body["top_p"], r.body["seed"]) for r in server.chat_requests}
+        assert params == {(0.0, 1.0, 42)}
+        again = recognize_cli(capsys, judged, server, "--sample", "3")
+        assert again.exit_code == 0, again.err
+        assert len(server.chat_requests) == 12  # nothing sent
+    assert "cot-recognize-fake-model: 9 readings (9 new; 9 requests sent, 0 reused), 0 failed" in result.out
+    assert "(0 new; 0 requests sent, 0 reused)" in again.out
+    assert "Pole recognised for 2 of 2 personas (accuracy 1.00)." in result.out
+    shares = rows(judged.warehouse, "select personality, n_read, share_high, share_low, share_uncertain, verdict "
+                                    "from recognize_shares order by personality")  # fmt: skip
+    assert shares == [("HN", 3, 1.0, 0.0, 0.0, "high"), ("LN", 3, 0.0, 1.0, 0.0, "low"),
+                      ("default", 3, 0.0, 0.0, 1.0, "uncertain")]  # fmt: skip
+    evidence = rows(judged.warehouse, "select distinct personality, utterance_ids, evidence from recognize_evidence "
+                                      "order by personality")  # fmt: skip
+    assert evidence == [
+        ("HN", [1, 3], ['{"relevance": 2, "confidence_score": 80, "explanation": "I worry that this passage may '
+                        'mislead.', 'I am anxious about it.']),
+        ("LN", [2], ["I stay calm and relaxed about its gaps."]),
+    ]  # fmt: skip
+    traits = rows(judged.warehouse, "select personality, level, answer_ids, len(shown) from recognize_trait_levels "
+                                    "order by personality")  # fmt: skip
+    assert traits == [("HN", "high", [1], 3), ("LN", "low", [1], 3), ("default", "uncertain", [1], 3)]
+    assert rows(judged.warehouse, "select status from recognize_runs union all select status from "
+                                  "recognize_trait_runs") == [("published",), ("published",)]  # fmt: skip
+
+
+def test_ids_naming_no_sentence_are_regenerated_then_recorded(judged, capsys):
+    def out_of_range(request: dict[str, Any]) -> str:
+        content = request["messages"][-1]["content"]
+        if "worry" in content and "## Inputs :\n[Dialogue 1]" in content:
+            # HN's answers cite sentence 9 of 4 at first; regeneration 2 (seed 42 + 2000) reads
+            return reading(content, "2" if request["seed"] == 2042 else "9")
+        if "calm" in content and "## Inputs :\n[Dialogue 1]" in content:
+            return reading(content, "7")  # LN's never cite a sentence of the answer
+        return recognizer(request)
+
+    with FakeOpenAI(out_of_range) as server:
+        result = recognize_cli(capsys, judged, server, "--sample", "2", "--run-name", "ids")
+    assert result.exit_code == 1
+    assert "recognize gate failed" in result.err and "LN" in result.err
+    stored = rows(judged.warehouse, "select personality, status, reason, utterance_ids from recognize_states "
+                                    "order by personality, query_id")  # fmt: skip
+    assert stored[:2] == [("HN", "ok", None, [2])] * 2
+    assert stored[2:4] == [("LN", "parse_failure", "utterance ids [7] name no sentence (the answer has 3)", None)] * 2
+    attempts = rows(judged.warehouse, "select parse_status, attempts, json_array_length(attempt_texts) "
+                                      "from llm_requests where purpose = 'recognize_state' order by all")  # fmt: skip
+    assert attempts == [("ok", 1, 1)] * 2 + [("ok", 3, 3)] * 2 + [("parse_failure", 5, 5)] * 2
+    assert rows(judged.warehouse, "select status from recognize_runs") == [("failed_check",)]
+
+
+def test_a_killed_run_resumes_and_completes_each_item_once(judged, capsys):
+    with FakeOpenAI(lambda r: Reply(recognizer(r), delay_s=0.1)) as server:
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PERAS_CONCURRENCY": "1"}
+        command = [
+            sys.executable, "-c", "from cli.main import main; main()", "personas", "recognize", "--run", "cot",
+            "--warehouse", str(judged.warehouse), "--base-url", server.base_url, "--model", "fake-model",
+            "--sample", "4",
+        ]  # fmt: skip
+        child = subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 180
+        while len(server.chat_requests) < 20 and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        before = [json.dumps(r.body["messages"]) for r in server.chat_requests]
+        assert len(before) >= 20
+        server.reset()
+        result = run_cli(capsys, *command[3:])
+        after = [json.dumps(r.body["messages"]) for r in server.chat_requests]
+    assert result.exit_code == 0, result.err
+    # 3 personas x 4 answers x 5 dimensions readings, 15 traits; what the killed run journaled is not asked again
+    assert len(after) == len(set(after)) and len(set(before) & set(after)) <= 1
+    assert len(set(before) | set(after)) == 60 + 15
+    assert rows(judged.warehouse, "select count(*), count(distinct (personality, query_id, doc_id, dimension)) "
+                                  "from recognize_states") == [(60, 60)]  # fmt: skip
+    assert rows(judged.warehouse, "select status from recognize_runs") == [("published",)]
