@@ -1,11 +1,13 @@
 """Recognize flow: does the persona show in the judge's reasoning? Explainable personality recognition (the
 PersonalityEvd paper's EPR-S and EPR-T) over a judge run's own with-CoT answers.
 
-For each personality of the judge run, a seeded sample of its CoT answers (tasks/recognize/tasks.py) is split into
-numbered sentences and read, per answer and Big-Five dimension, with the paper's Figure 6 prompt (level high / low /
-uncertain, the analysis, the ids of the sentences it rests on); then, per personality and dimension, the recognizer
-writes the trait evidence over the same sample (one paragraph per facet, Figure 8's form). Both parts run on the
-asking engine (cached, resumable, regenerated, gated) with the recognizer's model and endpoint. See docs/personas.md.
+First the recognizer reads its check set (texts written for PERAS with a known level and evidence: its accuracy
+and evidence-id F1 are reported before any verdict on a persona). Then, for each personality of the judge run, a
+seeded sample of its CoT answers (tasks/recognize/tasks.py) is split into numbered sentences and read, per answer
+and Big-Five dimension, with the paper's Figure 6 prompt (level high / low / uncertain, the analysis, the ids of the
+sentences it rests on); then, per personality and dimension, the recognizer writes the trait evidence over the same
+sample (one paragraph per facet, Figure 8's form). Both parts run on the asking engine (cached, resumable,
+regenerated, gated) with the recognizer's model and endpoint. See docs/personas.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from prefect import flow
 from peras.settings import Settings, load_settings
 from tasks.engine.running import run_stage
 from tasks.publish.tasks import publish_analyst_snapshot
+from tasks.recognize.check_set import plan_check
 from tasks.recognize.tasks import (
     RecognizeRecipe,
     choose_dimensions,
@@ -53,12 +56,12 @@ def recognize(
     chosen = choose_dimensions(dimensions)
     sampled = sample_answers(load_cot_answers(settings, judge_run), sample, seed)
     asking = recognizer_settings(settings, recognizer_model, recognizer_base_url)
-    states = plan_states(sampled, chosen)
-    state_recipe = RecognizeRecipe("recognize", judge_run, sample, seed, run_name, states)
+    states = plan_check(chosen) + plan_states(sampled, chosen)
+    state_recipe = RecognizeRecipe("recognize", judge_run, sample, seed, run_name, states, chosen)
     state_outcome = run_stage(asking, state_recipe, states, backend, chunk_size, retry_failed)
     traits = plan_traits(sampled, chosen)
     trait_name = f"{run_name}-traits" if run_name else None
-    trait_recipe = RecognizeRecipe("recognize_traits", judge_run, sample, seed, trait_name, traits)
+    trait_recipe = RecognizeRecipe("recognize_traits", judge_run, sample, seed, trait_name, traits, chosen)
     trait_outcome = run_stage(asking, trait_recipe, traits, backend, chunk_size, retry_failed)
     publish_analyst_snapshot(settings)
     tables = load_measures(settings, state_outcome.run.run_name)

@@ -131,8 +131,8 @@ def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(j
     with FakeOpenAI(recognizer) as server:
         result = recognize_cli(capsys, judged, server, "--sample", "3")
         assert result.exit_code == 0, result.err
-        # 3 personas x 3 answers x 1 dimension, then 3 trait judgments
-        assert len(server.chat_requests) == 12
+        # the check set's 3 neuroticism texts, 3 personas x 3 answers x 1 dimension, then 3 trait judgments
+        assert len(server.chat_requests) == 15
         sent = [r.body["messages"] for r in server.chat_requests]
         # the Figure 6 request of default's first sampled answer, and HN's trait request over its three
         default_first = cot_texts(judged.warehouse, "default")[0]
@@ -142,8 +142,13 @@ def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(j
         assert params == {(0.0, 1.0, 42)}
         again = recognize_cli(capsys, judged, server, "--sample", "3")
         assert again.exit_code == 0, again.err
-        assert len(server.chat_requests) == 12  # nothing sent
-    assert "cot-recognize-fake-model: 9 readings (9 new; 9 requests sent, 0 reused), 0 failed" in result.out
+        assert len(server.chat_requests) == 15  # nothing sent
+    assert "cot-recognize-fake-model: 12 readings (12 new; 12 requests sent, 0 reused), 0 failed" in result.out
+    # the check set first: 'anxious' (sentence 2 of 1-2) and 'calmly' (3 of 2-3) cited, the neutral text uncertain
+    assert result.out.startswith(
+        "Recognizer on the check set (written for PERAS): 3 of 3 levels right (accuracy 1.00), "
+        "evidence-id F1 0.67 over 2 texts with evidence.\n"
+    )
     assert "(0 new; 0 requests sent, 0 reused)" in again.out
     assert "Pole recognised for 2 of 2 personas (accuracy 1.00)." in result.out
     shares = rows(judged.warehouse, "select personality, n_read, share_high, share_low, share_uncertain, verdict "
@@ -167,10 +172,10 @@ def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(j
 def test_ids_naming_no_sentence_are_regenerated_then_recorded(judged, capsys):
     def out_of_range(request: dict[str, Any]) -> str:
         content = request["messages"][-1]["content"]
-        if "worry" in content and "## Inputs :\n[Dialogue 1]" in content:
+        if "worry" in content and "It is case" in content:
             # HN's answers cite sentence 9 of 4 at first; regeneration 2 (seed 42 + 2000) reads
             return reading(content, "2" if request["seed"] == 2042 else "9")
-        if "calm" in content and "## Inputs :\n[Dialogue 1]" in content:
+        if "calm" in content and "It is case" in content:
             return reading(content, "7")  # LN's never cite a sentence of the answer
         return recognizer(request)
 
@@ -184,7 +189,8 @@ def test_ids_naming_no_sentence_are_regenerated_then_recorded(judged, capsys):
     assert stored[2:4] == [("LN", "parse_failure", "utterance ids [7] name no sentence (the answer has 3)", None)] * 2
     attempts = rows(judged.warehouse, "select parse_status, attempts, json_array_length(attempt_texts) "
                                       "from llm_requests where purpose = 'recognize_state' order by all")  # fmt: skip
-    assert attempts == [("ok", 1, 1)] * 2 + [("ok", 3, 3)] * 2 + [("parse_failure", 5, 5)] * 2
+    # default's 2 and the check set's 3 read at once, HN's at the second regeneration, LN's never
+    assert attempts == [("ok", 1, 1)] * 5 + [("ok", 3, 3)] * 2 + [("parse_failure", 5, 5)] * 2
     assert rows(judged.warehouse, "select status from recognize_runs") == [("failed_check",)]
 
 
@@ -208,9 +214,10 @@ def test_a_killed_run_resumes_and_completes_each_item_once(judged, capsys):
         result = run_cli(capsys, *command[3:])
         after = [json.dumps(r.body["messages"]) for r in server.chat_requests]
     assert result.exit_code == 0, result.err
-    # 3 personas x 4 answers x 5 dimensions readings, 15 traits; what the killed run journaled is not asked again
+    # 13 check texts, 3 personas x 4 answers x 5 dimensions, 15 traits; what the killed run journaled is not asked
+    # again (concurrency 1: at most the request in flight at the kill)
     assert len(after) == len(set(after)) and len(set(before) & set(after)) <= 1
-    assert len(set(before) | set(after)) == 60 + 15
+    assert len(set(before) | set(after)) == 13 + 60 + 15
     assert rows(judged.warehouse, "select count(*), count(distinct (personality, query_id, doc_id, dimension)) "
-                                  "from recognize_states") == [(60, 60)]  # fmt: skip
+                                  "from recognize_states") == [(73, 73)]  # fmt: skip
     assert rows(judged.warehouse, "select status from recognize_runs") == [("published",)]

@@ -72,7 +72,14 @@ def recognize(
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    """Shares, verdicts, accuracy, then one line of counts."""
+    """The check set's figures first (how far to trust what follows), shares, verdicts, accuracy, then counts."""
+    for r in summary["check_scores"]:
+        f1 = "-" if r["id_f1"] is None else f"{r['id_f1']:.2f}"
+        accuracy = "-" if r["accuracy"] is None else f"{r['accuracy']:.2f}"
+        click.echo(
+            f"Recognizer on the check set (written for PERAS): {r['n_correct']} of {r['n_texts']} levels right "
+            f"(accuracy {accuracy}), evidence-id F1 {f1} over {r['n_id_texts']} texts with evidence."
+        )
     click.echo("Readings of the sampled CoT answers (shares of those read):")
     headers = ["personality", "dimension", "n_read", "n_failures", "high", "low", "uncertain", "verdict"]
     rows = [

@@ -3,7 +3,8 @@
 They are not among the warehouse's views of `sql/<stage>/views/` (created for every warehouse) because the tables
 they read are the declared stage's, created when its first run is claimed; so the stage creates them then (the
 recipe's `prepare`), and a reader creates them as temporary views over a warehouse that has the tables. The order
-is declared: each view reads only the ones before it (and persona_fidelity, personalities, judge_runs).
+is declared: each view reads only the ones before it (and persona_fidelity, personalities, judge_runs,
+recognize_check_texts).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ MEASURE_VIEWS = (
     "recognize_bfi2_agreement",
     "recognize_evidence",
     "recognize_trait_levels",
+    "recognize_check_scores",
 )
 
 

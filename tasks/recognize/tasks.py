@@ -28,6 +28,7 @@ from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.recognize.asking import CotAnswer, RecognizeConfig, StateItem, StateStage, TraitItem, TraitStage
+from tasks.recognize.check_set import expected_frame
 from tasks.recognize.measures import create_measure_views
 from tasks.recognize.prompt import STATE_PROMPT, TRAIT_PROMPT, load_recognize_prompt, parse_dimension
 
@@ -94,6 +95,7 @@ class RecognizeRecipe:
     seed: int
     run_name: str | None
     planned: list[StateItem] | list[TraitItem]
+    dimensions: list[str]
     gate: Gate = Gate("recognition not published (the answers are kept)")
     personalities: tuple[()] = ()  # the judge run recorded them
 
@@ -131,10 +133,14 @@ class RecognizeRecipe:
         )
 
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
-        """Both parts' tables and the measure views over them (sql/recognize/measures)."""
+        """Both parts' tables, the check set's expectations (states) and the measure views (sql/recognize/measures)."""
         with open_migrated(settings.warehouse) as con:
             for kind in ("recognize", "recognize_traits"):
                 run_statements(con, declaration(kind).sql("create_tables"))
+            run_sql(con, "recognize/create_check_texts")
+            if self.kind == "recognize":
+                con.register("staged_check_texts", expected_frame(self.dimensions).to_arrow())
+                run_sql(con, "recognize/replace_check_texts", {"run_id": run.run_id})
             create_measure_views(con)
 
 
@@ -150,11 +156,11 @@ def recognizer_settings(settings: Settings, model: str | None, base_url: str | N
 
 @task(cache_policy=NO_CACHE)
 def load_measures(settings: Settings, run_name: str) -> dict[str, list[dict[str, Any]]]:
-    """The run's shares, own-dimension verdicts and check-set figures, from the measure views."""
+    """The run's check-set figures, shares, own-dimension verdicts and accuracy, from the measure views."""
     with connect(settings.warehouse, read_only=True) as con:
         create_measure_views(con, temporary=True)
         tables = {}
-        for name in ("shares", "verdicts", "accuracy"):
+        for name in ("check_scores", "shares", "verdicts", "accuracy"):
             cursor = run_sql(con, f"recognize/select_{name}", {"run_name": run_name})
             columns = [d[0] for d in cursor.description]
             tables[name] = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

@@ -28,6 +28,7 @@ from tasks.report.evaluate import HolesCurve, SystemsRanked, evaluate_figures, r
 from tasks.report.fuse import FuseComparison, fuse_figures, read_fuse_comparisons
 from tasks.report.methods import draw_method_diagrams, method_tables
 from tasks.report.personas import PersonaCheck, persona_figures, read_persona_checks
+from tasks.report.recognize import Recognition, read_recognitions
 from tasks.report.tables import (
     AGREEMENT_METRICS,
     RELIABILITY_METRICS,
@@ -116,6 +117,7 @@ class ReportData:
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
     pairwise_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)  # sql/pairwise/views
     persona_checks: list[PersonaCheck] = field(default_factory=list)  # published personas check runs
+    recognitions: list[Recognition] = field(default_factory=list)  # published recognize runs
     fuse_comparisons: list[FuseComparison] = field(default_factory=list)  # published fuse runs (sql/fuse/views)
     fuse_disagreement: pl.DataFrame = field(default_factory=pl.DataFrame)  # fuse_disagreement's rows
     systems_ranked: list[SystemsRanked] = field(default_factory=list)  # evaluations with LLM qrels (issue 21)
@@ -168,6 +170,7 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         priming = {name: _view_rows(con, name, collection) for name in views}
         pairwise = {name: _view_rows(con, name, collection) for name in PAIRWISE_VIEWS}
         checks = read_persona_checks(con)
+        recognitions = read_recognitions(con)
         fuse_comparisons = read_fuse_comparisons(con, collection)
         fuse_disagreement = _view_rows(con, "fuse_disagreement", collection)[0]
         systems_ranked, holes = read_systems_ranked(con, collection), read_holes(con, collection)
@@ -179,6 +182,7 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         priming_views=priming_views,
         pairwise_views=pairwise_views,
         persona_checks=checks,
+        recognitions=recognitions,
         fuse_comparisons=fuse_comparisons,
         fuse_disagreement=fuse_disagreement,
         systems_ranked=systems_ranked,
@@ -360,6 +364,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "priming_tables": [frame_table(name, frame, n) for name, (frame, n) in data.priming_views.items()],
         "pairwise_tables": [frame_table(name, frame, n) for name, (frame, n) in data.pairwise_views.items()],
         "persona_checks": data.persona_checks,
+        "recognitions": data.recognitions,
         "fuse_comparisons": data.fuse_comparisons,
         "systems_ranked": data.systems_ranked,
         "holes": data.holes,

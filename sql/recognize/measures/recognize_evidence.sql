@@ -18,7 +18,7 @@ final as (
     from recognize_states as s
     inner join runs as r using (recognize_run_id)
     left join poles as p on p.personality = s.personality
-    where s.status = 'ok' and s.level in ('high', 'low')
+    where s.status = 'ok' and s.level in ('high', 'low') and s.personality != 'check-set'
 )
 
 select * from final

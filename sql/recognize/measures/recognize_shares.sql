@@ -1,4 +1,5 @@
--- Per recognize run x personality x dimension: how the recognizer read the persona's sampled CoT answers (EPR-S).
+-- Per recognize run x personality x dimension: how the recognizer read the persona's sampled CoT answers (EPR-S;
+-- the check set's readings are left out).
 --   n_answers   answers asked;  n_read  answers whose reading read (status 'ok');  n_failures  the others
 --   n_high, n_low, n_uncertain   read answers at each level
 --   share_high, share_low, share_uncertain   each over n_read (null when nothing read)
@@ -19,6 +20,7 @@ counted as (
         count(*) filter (where s.status = 'ok' and s.level = 'uncertain') as n_uncertain
     from recognize_states as s
     inner join runs as r using (recognize_run_id)
+    where s.personality != 'check-set'  -- the check set's readings are scored by select_check_scores
     group by all
 ),
 
