@@ -54,17 +54,21 @@ def test_each_definition_holds_its_three_facets_and_twelve_items():
     assert facets("agreeableness") == ("Compassion", "Respectfulness", "Trust")
 
 
-# Real with-CoT answers of the embedded model (qwen2.5-coder-0.5b-instruct, `peras judge sample --cot with`).
+# A real with-CoT answer of the embedded model (qwen2.5-coder-0.5b-instruct q4_k_m, on this machine 2026-11-25):
+# `peras judge sample --personality default --cot with --confidence-method self`, topic s1, passage e3. The JSON's
+# braces carry no words and are no sentence; the explanation's two sentences are two.
 REAL_ANSWERS = [
     (
-        "Intent: The query asks for the definition of a cat.\nM: The passage describes cats as small domesticated "
-        "carnivores. It matches the intent.\nT: The passage is from an encyclopedia, so it is trustworthy.\nO: 3",
+        '{\n  "relevance": 2,\n  "confidence_score": 0.8,\n  "explanation": "The passage discusses egg cooking times '
+        "and provides information about different cooking methods, but it does not answer the question about boiling "
+        "an egg for a soft yolk. The passage is not entirely relevant to the topic and does not contain the exact "
+        'answer."\n}',
         [
-            "Intent: The query asks for the definition of a cat.",
-            "M: The passage describes cats as small domesticated carnivores.",
-            "It matches the intent.",
-            "T: The passage is from an encyclopedia, so it is trustworthy.",
-            "O: 3",
+            '"relevance": 2,',
+            '"confidence_score": 0.8,',
+            '"explanation": "The passage discusses egg cooking times and provides information about different cooking '
+            "methods, but it does not answer the question about boiling an egg for a soft yolk.",
+            'The passage is not entirely relevant to the topic and does not contain the exact answer."',
         ],
     ),
 ]

@@ -69,7 +69,6 @@ def con(tmp_path):
             " t(run_name, model, trait, comparison, is_pass)"
         )
         con.execute("create temp table persona_check_runs as select 'c1' as run_name, now() as created_at")
-        run_sql(con, "recognize/create_check_texts")
         create_measure_views(con, temporary=True)
         yield con
 

@@ -192,7 +192,7 @@ def test_a_resumed_run_clears_the_old_failure_and_records_the_backend_asking_now
     assert rows(settings.warehouse, query) == [("llama.cpp", "running", None)]
 
 
-@pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas", "toy"])
+@pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas", "toy", "recognize", "recognize_traits"])
 def test_runs_delete_removes_a_run_of_every_kind_and_leaves_no_orphans(capsys, settings, kind):
     stage = declaration(kind)
     run = claim(settings, kind, "doomed", "vllm")

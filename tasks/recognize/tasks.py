@@ -137,7 +137,6 @@ class RecognizeRecipe:
         with open_migrated(settings.warehouse) as con:
             for kind in ("recognize", "recognize_traits"):
                 run_statements(con, declaration(kind).sql("create_tables"))
-            run_sql(con, "recognize/create_check_texts")
             if self.kind == "recognize":
                 con.register("staged_check_texts", expected_frame(self.dimensions).to_arrow())
                 run_sql(con, "recognize/replace_check_texts", {"run_id": run.run_id})
