@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
 from tasks.recognize.parsing import read_state, read_trait
-from tasks.recognize.prompt import dimension_definition, facets, state_messages
+from tasks.recognize.prompt import dimension_definition, facets, read_recognize_prompt, state_messages
 from tasks.recognize.sentences import numbered, split_sentences
 from tests.paper_text import apply_changes, changes_table, normalise, paper_text
 
@@ -135,3 +136,21 @@ def test_a_trait_answer_reads_as_figure_8():
     )
     assert read_trait(TRAIT.replace("In terms of depression", "About depression"), 3, facets("neuroticism"),
                       "neuroticism").reason == "no paragraph 'In terms of depression'"  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # a placeholder the file does not declare
+        (("{dialogues}", "{dialogue}"), r"template placeholders \['BF dim definition', 'dialogue', 'target BF dim'\] "
+                                        r"differ from declared"),
+        # a declared placeholder the template no longer uses
+        (("## Inputs :\n{dialogues}", "## Inputs :"), "differ from declared"),
+        (('name = "recognize_state"', 'name = "state"'), "name is 'state', expected 'recognize_state'"),
+    ],
+)  # fmt: skip
+def test_a_prompt_file_that_drifts_is_refused_on_load(tmp_path, change, message):
+    path = tmp_path / "recognize_state.toml"
+    path.write_text((PROMPTS_DIR / "recognize_state.toml").read_text().replace(*change))
+    with pytest.raises(InputError, match=message):
+        read_recognize_prompt(path, "recognize_state")

@@ -152,3 +152,27 @@ def test_the_report_reads_each_published_run_with_its_verdicts_and_evidence(con)
         ("HN", "q7", ["s1"]),
         ("LN", "q13", ["s2"]),
     ]
+
+
+def test_the_command_says_when_default_does_not_read_mostly_uncertain(capsys):
+    from cli.commands.recognize import print_summary
+
+    accuracy = {"n_recognised": 7, "n_personas": 10, "accuracy": 0.7, "default_share_uncertain": 0.25,
+                "is_default_mostly_uncertain": False}  # fmt: skip
+    check = {"n_correct": 9, "n_texts": 13, "accuracy": 9 / 13, "id_f1": 0.5, "n_id_texts": 10}
+    summary = {
+        "check_scores": [check], "shares": [], "verdicts": [], "accuracy": [accuracy], "run_name": "r",
+        "n_states": 10, "n_judged_now": 10, "n_sent": 10, "n_cached": 0, "n_failures": 0, "n_traits": 5,
+        "traits_run_name": "t", "n_trait_failures": 0, "model": "m", "backend": "b",
+    }  # fmt: skip
+    print_summary(summary)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "Recognizer on the check set (written for PERAS): 9 of 13 levels right (accuracy 0.69), evidence-id F1 0.50 "
+        "over 10 texts with evidence."
+    )
+    assert lines[-3:-1] == [
+        "Pole recognised for 7 of 10 personas (accuracy 0.70).",
+        "Control: default's answers read uncertain in only 25% of readings (expected mostly uncertain): the "
+        "recognizer reads personality where none was asked for.",
+    ]

@@ -14,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from peras.bfi2 import DOMAINS, load_items
@@ -51,8 +52,12 @@ class RecognizePrompt:
 
 @cache
 def load_recognize_prompt(name: str) -> RecognizePrompt:
-    """Read `peras/prompts/<name>.toml`; keys, name and placeholders are checked (an InputError names the file)."""
-    path = PROMPTS_DIR / f"{name}.toml"
+    """Read `peras/prompts/<name>.toml` (read_recognize_prompt)."""
+    return read_recognize_prompt(PROMPTS_DIR / f"{name}.toml", name)
+
+
+def read_recognize_prompt(path: Path, name: str) -> RecognizePrompt:
+    """A prompt file; its keys, name and placeholders are checked (an InputError names the file)."""
     data = _read_toml(path)
     _check_keys(data, PROMPT_KEYS, path)
     if data["name"] != name:
