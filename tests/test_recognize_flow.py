@@ -127,7 +127,7 @@ def recognize_cli(capsys, settings: Settings, server: FakeOpenAI, *args: str):
     )  # fmt: skip
 
 
-def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(judged, capsys):
+def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(judged, capsys, tmp_path):
     with FakeOpenAI(recognizer) as server:
         result = recognize_cli(capsys, judged, server, "--sample", "3")
         assert result.exit_code == 0, result.err
@@ -167,6 +167,19 @@ def test_every_sampled_answer_is_read_with_figure_6_then_a_rerun_sends_nothing(j
     assert traits == [("HN", "high", [1], 3), ("LN", "low", [1], 3), ("default", "uncertain", [1], 3)]
     assert rows(judged.warehouse, "select status from recognize_runs union all select status from "
                                   "recognize_trait_runs") == [("published",), ("published",)]  # fmt: skip
+
+    # the report's section: the check set first, each persona's own dimension, the quoted evidence
+    report = run_cli(capsys, "report", "--warehouse", str(judged.warehouse), "--output", str(tmp_path))
+    assert report.exit_code == 0, report.err
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    part = html[html.index('<section id="recognize">') :]
+    part = part[: part.index("</section>")]
+    assert "Check set: 3 of 3 levels right (accuracy 1.00), evidence-id F1 0.67." in part
+    assert "Pole recognised for 2 of 2 personas (accuracy 1.00)" in part
+    assert (
+        "<tr><td>HN</td><td>neuroticism</td><td>high</td><td>1.00</td><td>0.00</td><td>0.00</td><td>high</td>" in part
+    )
+    assert "&ldquo;I am anxious about it.&rdquo;" in part and "Control:" not in part
 
 
 def test_ids_naming_no_sentence_are_regenerated_then_recorded(judged, capsys):
