@@ -234,3 +234,11 @@ def test_a_killed_run_resumes_and_completes_each_item_once(judged, capsys):
     assert rows(judged.warehouse, "select count(*), count(distinct (personality, query_id, doc_id, dimension)) "
                                   "from recognize_states") == [(73, 73)]  # fmt: skip
     assert rows(judged.warehouse, "select status from recognize_runs") == [("published",)]
+
+
+def test_an_unknown_judge_run_is_one_clear_line(judged, capsys):
+    result = run_cli(capsys, "personas", "recognize", "--run", "nope", "--warehouse", str(judged.warehouse))
+    assert (result.exit_code, result.err) == (
+        2,
+        "error: no judge run 'nope' (peras runs list --kind judge shows them)\n",
+    )
