@@ -84,7 +84,9 @@ def release_frames() -> None:
     alone: Prefect's event loops may still resume them.
     """
     for obj in gc.get_objects():
-        tb = obj if isinstance(obj, types.TracebackType) else None
+        # type(), not isinstance(): isinstance asks a lazy proxy for its __class__, which imports what it stands
+        # for (openai's proxies load its whole `beta` API, ~1-4 s, on the way out of a failed check)
+        tb = obj if type(obj) is types.TracebackType else None
         while tb is not None:
             frame, tb = tb.tb_frame, tb.tb_next
             if frame.f_code.co_flags & ASYNC_CODE:

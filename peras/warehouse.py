@@ -408,11 +408,16 @@ def require_collection(con: duckdb.DuckDBPyConnection, collection_id: str, subse
     params = {"collection_id": collection_id, "subset_name": subset_name}
     [(has_collection, has_subset)] = run_sql(con, "warehouse/select_subset_exists", params).fetchall()
     if not has_collection:
-        raise UsageError(f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`")
+        raise not_ingested(collection_id)
     if not has_subset:
         raise UsageError(
             f"collection {collection_id!r} has no subset {subset_name!r} (see `peras subsets {collection_id}`)"
         )
+
+
+def not_ingested(collection_id: str) -> UsageError:
+    """The error for a collection the warehouse lacks, naming the command that adds it."""
+    return UsageError(f"collection {collection_id!r} is not in the warehouse: run `peras ingest {collection_id}`")
 
 
 def _strip_comments(text: str) -> str:

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cli import preflight
 from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
@@ -72,9 +73,11 @@ def classify(
         peras classify --run dl21-qwen --no-cot --confidence-method verbalized
         peras classify --collection llmjudge --runs 'llmjudge:*' --trials 10
     """
-    from flows.classify import classify as classify_flow
-
+    preflight.collection(settings, collection)
+    preflight.judge_run(settings, run)
     chosen = [name.strip() for name in learners.split(",") if name.strip()] if learners else None
+    from flows.classify import classify as classify_flow  # Prefect: loaded once the checks above passed
+
     table = run_flow(
         classify_flow,
         tags=run_tags("classify", collection),

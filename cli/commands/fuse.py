@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cli import preflight
 from cli.common import bounded, model_and_backend, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
@@ -97,7 +98,10 @@ def fuse(
         peras fuse --collection dl19 --runs dl19-balanced-llama --fuser-base-url http://gpu:8000/v1 \\
             --fuser-model meta-llama/Llama-3.1-70B-Instruct --format json
     """
-    from flows.fuse import fuse as fuse_flow
+    preflight.collection(settings, collection)
+    if not baselines_only:
+        preflight.endpoint(settings)
+    from flows.fuse import fuse as fuse_flow  # Prefect: loaded once the checks above passed
 
     tags = model_and_backend(settings.base_urls, settings.model, backend)
     summary = run_flow(

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from cli import preflight
 from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.errors import UsageError
@@ -202,9 +203,6 @@ def judge(
         peras judge dl19 --model meta-llama/Llama-3.1-8B-Instruct --parts 4   # over the hosts' workers
         peras judge dl19 --mode batch --base-url https://api.openai.com/v1 --model gpt-4o-mini   # half price
     """
-    from flows.judge import judge as judge_flow
-    from flows.judge import judge_fan_out
-
     if subset is not None and all_topics:
         raise UsageError("give --subset or --all-topics, not both")
     if subset is None and not all_topics:
@@ -214,6 +212,10 @@ def judge(
         settings.mode = mode  # type: ignore[assignment]
     if wait and settings.mode != "batch":
         raise UsageError("--wait waits for batch rounds: give it with --mode batch")
+    preflight.collection(settings, collection, subset)
+    preflight.personalities(settings, list(personalities) or None, personality_set)
+    if parts is None:  # with --parts each host's worker uses its own server
+        preflight.endpoint(settings)
     cot_settings = cot_settings_for(cot, model_preset)
     asked: dict[str, Any] = {
         "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
@@ -230,6 +232,9 @@ def judge(
         "personality_set": personality_set,
         "settings": settings,
     }
+    from flows.judge import judge as judge_flow  # Prefect: loaded once the checks above passed
+    from flows.judge import judge_fan_out
+
     if parts is not None:
         if settings.mode == "batch":
             raise UsageError("--mode batch is not available with --parts: a batch needs no hosts of your own")

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from cli import preflight
 from cli.commands.judge import judged_line, judging_options, judging_parameters
 from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from cli.model_presets import check_served, model_preset_option
@@ -68,9 +69,12 @@ def judge_run(
         peras judge-run bm25.run.gz dense.run.gz --collection dl19 --depth 20 --corpus collection.tsv \\
             --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
     """
-    from flows.judge_run import judge_run as judge_run_flow
-
     check_served(model_preset, settings)
+    preflight.collection(settings, collection)
+    preflight.personalities(settings, list(judging["personalities"]) or None, None)
+    preflight.endpoint(settings)
+    from flows.judge_run import judge_run as judge_run_flow  # Prefect: loaded once the checks above passed
+
     result = run_flow(
         judge_run_flow,
         tags=run_tags("judge-run", collection, None, **endpoint_tags(settings, backend)),

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from cli import preflight
 from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
@@ -75,12 +76,15 @@ def pairwise(
         peras pairwise llmjudge --subset test --prompt tie --personality HA --run-name llmjudge-tie-HA
         peras pairwise sample --personality-set mine    # a set built with `peras personas build mine`
     """
-    from flows.pairwise import pairwise as pairwise_flow
-
     if subset is not None and all_topics:
         raise UsageError("give --subset or --all-topics, not both")
     if subset is None and not all_topics:
         subset = default_subset(collection)
+    preflight.collection(settings, collection, subset)
+    preflight.personalities(settings, list(personalities) or None, personality_set)
+    preflight.endpoint(settings)
+    from flows.pairwise import pairwise as pairwise_flow  # Prefect: loaded once the checks above passed
+
     chosen = ["certainty", "tie", "self"] if "all" in prompts else list(prompts) or None
     summary = run_flow(
         pairwise_flow,

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from cli import preflight
 from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
@@ -112,15 +113,18 @@ def priming(
         peras priming dl19 --personality all --setting 4,4 --run-name dl19-priming-all
         peras priming dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # penalties 1 and 0
     """
-    from flows.priming import priming as priming_flow
-
     if collection and collection_option and collection != collection_option:
         raise click.UsageError(f"two collections given: {collection} and --collection {collection_option}")
     collection = collection or collection_option or DEFAULT_COLLECTION
     check_served(model_preset, settings)
+    preflight.collection(settings, collection)
+    preflight.personalities(settings, list(personalities) or None, personality_set)
+    preflight.endpoint(settings)
     if model_preset is not None:
         frequency_penalty = model_preset.priming.frequency_penalty if frequency_penalty is None else frequency_penalty
         presence_penalty = model_preset.priming.presence_penalty if presence_penalty is None else presence_penalty
+    from flows.priming import priming as priming_flow  # Prefect: loaded once the checks above passed
+
     summary = run_flow(
         priming_flow,
         tags=run_tags("priming", collection, **endpoint_tags(settings, backend)),

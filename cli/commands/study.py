@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from cli import preflight
 from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
@@ -52,7 +53,10 @@ def study(
         peras study --endpoints endpoints.toml --dry-run
         peras study --endpoints endpoints.toml --model llama-3-8b --collection dl19 --limit-pairs 50
     """
-    from flows.study import study as study_flow
+    preflight.study_grid(
+        settings, endpoints_file, list(models) or None, list(collections) or None, list(personalities) or None
+    )
+    from flows.study import study as study_flow  # Prefect: loaded once the checks above passed
     from tasks.study.estimate import format_estimate
 
     parameters: dict[str, Any] = {
