@@ -3,8 +3,11 @@
 Without PREFECT_API_URL, Prefect starts a temporary server in each process (~13 s, more on a loaded machine).
 Instead, peras starts one local server in the background the first time a command needs it and reuses it
 afterwards (`peras server status|start|stop`): home in ~/.cache/peras/prefect (PERAS_PREFECT_HOME), fixed
-loopback port 4200 (PERAS_PREFECT_PORT), log in HOME/server.log. PERAS_PREFECT_SERVER=ephemeral keeps Prefect's
-temporary server instead (CI), retried once with a longer start-up timeout.
+loopback port 4200 (PERAS_PREFECT_PORT), log in HOME/server.log. A server on that port that peras did not start
+(another user's, another checkout's) is never used: peras says so and starts its own on the next free port, and
+remembers it (HOME/server.port) for the next commands. The UI is told the same port (its /ui-settings api_url).
+PERAS_PREFECT_SERVER=ephemeral keeps Prefect's temporary server instead (CI), retried once with a longer start-up
+timeout.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import fcntl
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,12 +56,31 @@ class LocalServer:
 
     @classmethod
     def configured(cls) -> LocalServer:
-        """The server PERAS_PREFECT_HOME and PERAS_PREFECT_PORT describe (defaults: ~/.cache/peras/prefect, 4200)."""
+        """The server PERAS_PREFECT_HOME and PERAS_PREFECT_PORT describe (defaults: ~/.cache/peras/prefect, 4200),
+        on the port it moved to if that one was taken when peras started it (and it still runs)."""
         home = Path(os.environ.get(HOME_ENV) or Path.home() / ".cache" / "peras" / "prefect").expanduser()
         raw_port = os.environ.get(PORT_ENV) or str(DEFAULT_PORT)
         if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
             raise UsageError(f"bad setting {PORT_ENV}={raw_port!r}: a TCP port number")
-        return cls(home.resolve(), int(raw_port))
+        return cls(home.resolve(), int(raw_port)).resolved()
+
+    def resolved(self) -> LocalServer:
+        """This server, or peras' running one on the port it moved to because this one was taken."""
+        moved = self.moved_to()
+        return self if moved is None else LocalServer(self.home, moved)
+
+    @property
+    def port_file(self) -> Path:
+        """`CONFIGURED ACTUAL`: the port asked for and the one the running server peras started listens on."""
+        return self.home / "server.port"
+
+    def moved_to(self) -> int | None:
+        """The port peras' running server took because this one was taken, if so."""
+        try:
+            asked, actual = (int(part) for part in self.port_file.read_text().split())
+        except (OSError, ValueError):
+            return None
+        return actual if asked == self.port and actual != self.port and self.pid() is not None else None
 
     @property
     def url(self) -> str:
@@ -94,31 +117,49 @@ class LocalServer:
             return None
         return pid
 
-    def ensure(self, echo: Callable[[str], None]) -> bool:
-        """Make the server answer: reuse it if it does, else start it and wait. True if started now."""
-        if self.healthy():
-            return False
+    def ensure(self, echo: Callable[[str], None]) -> tuple[LocalServer, bool]:
+        """Make peras' server answer: reuse it if it does, else start it and wait. The server (on another port if
+        this one is taken by a server peras did not start), and whether it was started now."""
+        if self.pid() is not None and self.healthy():
+            return self, False
         self.home.mkdir(parents=True, exist_ok=True)
         # two commands started together: the second waits for the first's server instead of starting another
         with (self.home / "server.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if self.healthy():
-                return False
-            if self.pid() is None:
+            server = self.resolved()  # the first may have moved it to another port meanwhile
+            if server.pid() is not None and server.healthy():
+                return server, False
+            if server.pid() is None:
+                server = server.on_a_free_port(echo)
                 echo(
-                    f"starting the local Prefect server on {self.ui_url} (once; it keeps running for the next "
-                    f"commands: `peras server stop` stops it; log {self.log})"
+                    f"starting the local Prefect server on {server.ui_url} (once; it keeps running for the next "
+                    f"commands: `peras server stop` stops it; log {server.log})"
                 )
-                self._spawn()
-            self._wait_healthy()
-        return True
+                server._spawn(asked_port=self.port)
+            server._wait_healthy()
+        return server, True
 
-    def _spawn(self) -> None:
+    def on_a_free_port(self, echo: Callable[[str], None]) -> LocalServer:
+        """This server, or, when something peras did not start listens on the port, the same on the next free one."""
+        if not port_taken(self.port):
+            return self
+        who = "a Prefect server" if self.healthy() else "a program"
+        port = next(p for p in range(self.port + 1, 65536) if not port_taken(p))
+        echo(
+            f"port {self.port} is taken by {who} peras did not start (its runs are not yours): using port {port} "
+            f"instead (set {PORT_ENV} to choose one, or PREFECT_API_URL=http://127.0.0.1:{self.port}/api to use "
+            "that server)"
+        )
+        return LocalServer(self.home, port)
+
+    def _spawn(self, asked_port: int) -> None:
         env = {
             **os.environ,
             "PREFECT_HOME": str(self.home),
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_API_URL": "",
+            # the UI asks the API where /ui-settings says: without this, on port 4200 whatever --port is
+            "PREFECT_SERVER_UI_API_URL": self.url,
             "PREFECT_LOGGING_LEVEL": "WARNING",
         }
         with self.log.open("w") as log:
@@ -132,6 +173,7 @@ class LocalServer:
                 start_new_session=True,  # outlives this command, and Ctrl-C in the terminal does not reach it
             )
         self.pid_file.write_text(f"{proc.pid}\n")
+        self.port_file.write_text(f"{asked_port} {self.port}\n")
         proc.returncode = 0  # detached on purpose: no "still running" warning when this object goes away
 
     def _wait_healthy(self) -> None:
@@ -161,7 +203,19 @@ class LocalServer:
             os.killpg(pid, signal.SIGKILL)
             _reap(pid)
         self.pid_file.unlink(missing_ok=True)
+        self.port_file.unlink(missing_ok=True)
         return True
+
+
+def port_taken(port: int) -> bool:
+    """Something listens on the loopback port (or holds it)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as a server binds: TIME_WAIT is no owner
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
 
 
 def _reap(pid: int) -> None:
@@ -192,8 +246,7 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
         start_ephemeral(echo)
         yield
         return
-    server = LocalServer.configured()
-    server.ensure(echo)
+    server, _ = LocalServer.configured().ensure(echo)
     os.environ["PREFECT_API_URL"] = server.url  # child processes (embedded model, workers) inherit it
     with temporary_settings(updates={PREFECT_API_URL: server.url}):
         yield

@@ -151,19 +151,39 @@ def test_llm_deployments_name_the_endpoint_but_hold_no_key():
     [
         # a deployment the file does not have
         (["--name", "judge/nope"], 2, "error: no deployment 'judge/nope' in prefect.yaml; choose from ingest/sample,"),
-        # nothing listening where PREFECT_API_URL points
-        (["--name", "ingest/sample"], 1, "error: no Prefect server answers at http://127.0.0.1:"),
+        # nothing listening where PREFECT_API_URL points: the hint names both URLs, no default port
+        (
+            ["--name", "ingest/sample"],
+            1,
+            "error: no Prefect server answers at THEIRS (PREFECT_API_URL): start it, or unset PREFECT_API_URL to use "
+            "the local server (LOCAL)\n",
+        ),
     ],
 )
-def test_deploy_errors_are_one_line(capsys, args, code, message):
+def test_deploy_errors_are_one_line(capsys, monkeypatch, tmp_path, args, code, message):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    with temporary_settings(updates={PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
+    api, local = f"http://127.0.0.1:{free_port()}/api", free_port()
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(local))
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "home"))
+    with temporary_settings(updates={PREFECT_API_URL: api}):
         result = run_cli(capsys, "deploy", *args)
     assert result.exit_code == code
-    assert result.err.startswith(message) and result.err.count("\n") == 1
-    if code == 1:
-        assert "start one with `peras server start`" in result.err
+    assert result.err.startswith(message.replace("THEIRS", api).replace("LOCAL", f"http://127.0.0.1:{local}/api"))
+    assert result.err.count("\n") == 1
+
+
+@pytest.mark.core
+def test_the_operations_doc_lists_exactly_what_deploy_registers(capsys):
+    from cli.deployments import DOC_BEGIN, DOC_END
+
+    doc = (PROJECT_ROOT / "docs" / "operations.md").read_text()
+    shown = doc.split(DOC_BEGIN + "\n", 1)[1].split(DOC_END, 1)[0]
+    listed = run_cli(capsys, "deploy", "--list")
+    assert (listed.exit_code, shown) == (0, listed.out)
+    assert len(listed.out.splitlines()) == 2 + len(load_specs()) == 27
+    assert f"\n{len(load_specs())} deployments on " in doc
+    assert all(spec.description for spec in load_specs())
 
 
 @pytest.mark.core
@@ -255,7 +275,7 @@ def test_deployments_run_on_a_real_worker(capsys, tmp_path, start_worker, monkey
     assert lines[0] == f"work pool {pool} (process): created"
     assert lines[-1] == (
         f"{len(specs)} deployments on {os.environ['PREFECT_API_URL']}; "
-        f"start a worker: prefect worker start --pool {pool}"
+        f"start a worker: PREFECT_API_URL={os.environ['PREFECT_API_URL']} prefect worker start --pool {pool}"
     )
     assert [line.split()[1] for line in lines[1:-1]] == [s.full_name for s in specs]
     width = max(len(s.full_name) for s in specs)  # names are padded to the longest one

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -204,3 +205,48 @@ def test_status_says_when_prefect_api_url_takes_precedence(capsys, monkeypatch, 
         f"(home {tmp_path / 'home'})\n"
         f"PREFECT_API_URL is set: commands run their flows on {prefect_server} instead\n",
     )
+
+
+@pytest.mark.integration
+def test_a_server_peras_did_not_start_is_not_used_and_everything_names_peras_own(no_server_env, prefect_server):
+    # the session's server stands for another user's on the port peras is told to use
+    taken = httpx.URL(prefect_server).port
+    env = no_server_env | {"PERAS_PREFECT_PORT": str(taken)}
+    home = Path(env["PERAS_PREFECT_HOME"])
+    started, _ = peras(env, "server", "start")
+    assert started.returncode == 0, started.stderr
+    moved = re.fullmatch(
+        rf"port {taken} is taken by a Prefect server peras did not start \(its runs are not yours\): using port "
+        rf"(\d+) instead \(set PERAS_PREFECT_PORT to choose one, or PREFECT_API_URL=http://127.0.0.1:{taken}/api "
+        r"to use that server\)",
+        started.stderr.splitlines()[0],
+    )
+    assert moved is not None, started.stderr
+    own = LocalServer(home, int(moved[1]))
+    try:
+        assert started.stdout.startswith(f"started: {own.url} (UI {own.ui_url};")
+        # the UI calls its own server's API, not Prefect's default port
+        ui_settings = httpx.get(f"{own.ui_url}/ui-settings", timeout=10, trust_env=False).json()
+        assert ui_settings["api_url"] == own.url
+        status, _ = peras(env, "server", "status")
+        assert status.stdout.startswith(f"running: {own.url} (pid {own.pid()};")
+        # deploy uses the same local server as every other command, and says so
+        theirs = deployments(prefect_server)
+        deployed, _ = peras(env, "deploy", "--name", "ingest/sample")
+        assert deployed.returncode == 0, deployed.stderr
+        assert deployed.stdout.splitlines()[-1] == (
+            f"1 deployment on {own.url}; start a worker: PREFECT_API_URL={own.url} prefect worker start "
+            "--pool peras-process"
+        )
+        assert (deployments(own.url), deployments(prefect_server)) == ([("ingest", "sample")], theirs)
+    finally:
+        stop, _ = peras(env, "server", "stop")
+    assert stop.stdout == f"stopped: {own.url}\n"
+    assert not own.healthy() and httpx.get(f"{prefect_server}/health", timeout=5).status_code == 200
+
+
+def deployments(url: str) -> list[tuple[str, str]]:
+    """(flow name, deployment name) of every deployment on a Prefect server."""
+    found = httpx.post(f"{url}/deployments/filter", json={}, timeout=10, trust_env=False).json()
+    flows = {f["id"]: f["name"] for f in httpx.post(f"{url}/flows/filter", json={}, timeout=10, trust_env=False).json()}
+    return sorted((flows[d["flow_id"]], d["name"]) for d in found)

@@ -174,7 +174,7 @@ def check(workspace: Workspace, command: str, result: CliResult) -> None:
     elif command == "peras server status":
         assert out.startswith(("running: ", "not running: ", "starting or not answering: "))
     elif command == "peras deploy":
-        assert lines[-1].endswith("start a worker: prefect worker start --pool peras-process")
+        assert lines[-1].endswith("prefect worker start --pool peras-process")
     elif command == "peras --help":
         from cli.main import cli
 

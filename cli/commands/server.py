@@ -40,6 +40,10 @@ def status() -> None:
     if local.healthy():
         who = f"pid {pid}" if pid is not None else "not started by peras"
         click.echo(f"running: {local.url} ({who}; UI {local.ui_url}; home {local.home}; log {local.log})")
+        if pid is None:
+            click.echo(
+                "peras does not use it: the next command that runs a flow starts peras' own on the next free port"
+            )
     elif pid is not None:
         click.echo(f"starting or not answering: {local.url} (pid {pid}; log {local.log})")
     else:
@@ -57,8 +61,7 @@ def start() -> None:
         peras server start
         export PREFECT_API_URL=http://127.0.0.1:4200/api     # for `prefect` commands and workers
     """
-    local = LocalServer.configured()
-    started = local.ensure(echo=lambda line: click.echo(line, err=True))
+    local, started = LocalServer.configured().ensure(echo=lambda line: click.echo(line, err=True))
     click.echo(f"{'started' if started else 'already running'}: {local.url} (UI {local.ui_url}; log {local.log})")
     click.echo(f"for prefect commands and workers: export PREFECT_API_URL={local.url}")
 
