@@ -7,6 +7,8 @@ import gc
 import importlib
 import inspect
 import os
+import shlex
+import signal
 import sys
 import types
 from typing import NoReturn
@@ -42,13 +44,14 @@ for module_name in COMMAND_MODULES:
 
 def main() -> None:
     """Entry point: user errors become one line and an exit code (0 ok, 1 failed check, 2 usage)."""
-    from peras.progress import enable_if_terminal
+    from peras.progress import watch
 
-    enable_if_terminal()
+    watch()
+    signal.signal(signal.SIGTERM, stop_on_signal)
     try:
         cli.main(standalone_mode=False)
-    except click.exceptions.Abort:
-        fail("aborted", 130)
+    except click.exceptions.Abort as exc:  # click turns KeyboardInterrupt (and so Stopped) into Abort
+        stop_line(exc.__context__)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
@@ -56,8 +59,8 @@ def main() -> None:
         fail(f"error: {exc}", exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        fail("interrupted: re-run the same command to resume", 130)
+    except KeyboardInterrupt as exc:
+        stop_line(exc)
     except Exception as exc:  # a bug, not a user error: one line, and the traceback on request
         if os.environ.get("PERAS_DEBUG"):
             raise
@@ -66,6 +69,31 @@ def main() -> None:
         problem = storage_failure(exc)  # a full disk or a read-only file is the machine's, not a bug
         message = problem or f"internal error {type(exc).__name__}: {exc} (PERAS_DEBUG=1 shows the traceback)"
         fail(f"error: {message}", 1)
+
+
+class Stopped(KeyboardInterrupt):
+    """The command was told to stop (SIGTERM): it unwinds like Ctrl-C (servers stopped, shards kept)."""
+
+
+def stop_on_signal(signum: int, frame: types.FrameType | None) -> None:
+    """SIGTERM (a scheduler, `kill`, a closed session) ends the command as Ctrl-C does, then says so."""
+    signal.signal(signum, signal.SIG_IGN)  # once: a second signal must not interrupt the unwinding
+    raise Stopped(signal.Signals(signum).name)
+
+
+def stop_line(cause: BaseException | None) -> NoReturn:
+    """How the command was stopped, and how to resume it, in one line."""
+    resume = f"what was answered is kept; re-run `{this_command()}` to resume"
+    if isinstance(cause, Stopped):
+        fail(f"stopped by {cause.args[0]}: {resume}", 143)
+    if isinstance(cause, KeyboardInterrupt):
+        fail(f"interrupted (Ctrl-C): {resume}", 130)
+    fail("aborted", 130)
+
+
+def this_command() -> str:
+    """The command line as typed, to run again."""
+    return shlex.join(["peras", *sys.argv[1:]])
 
 
 def fail(message: str, code: int) -> NoReturn:

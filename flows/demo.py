@@ -12,6 +12,7 @@ from flows.ingest import ingest
 from flows.judge import judge
 from flows.metrics import metrics
 from flows.report import report
+from peras.progress import stage_line
 from peras.settings import Settings, load_settings
 from tasks.metrics.tasks import headline_table
 
@@ -27,8 +28,11 @@ def demo(
     settings = settings or load_settings()
     started = time.monotonic()
     ingested = ingest(preset=collection, settings=settings)
+    stage_line(f"ingest: {ingested['collection_id']} {ingested['status']} ({elapsed(started)})")
     judged = judge(collection=collection, limit_pairs=limit_pairs, settings=settings)
+    stage_line(f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments ({elapsed(started)})")
     frames = metrics(views=["agreement", "reliability"], run=judged["run_name"], settings=settings)
+    stage_line(f"metrics: agreement and reliability of {judged['run_name']} ({elapsed(started)})")
     table = classify(
         collection=collection,
         run=judged["run_name"],
@@ -37,7 +41,9 @@ def demo(
         trials=trials,
         settings=settings,
     )
+    stage_line(f"classify: {table.n_trials} trials on {table.n_pairs:,} pairs ({elapsed(started)})")
     written = report(runs=[judged["run_name"]], settings=settings)
+    stage_line(f"report: {written.path} ({elapsed(started)})")
     return {
         "ingested": ingested,
         "judged": judged,
@@ -46,3 +52,8 @@ def demo(
         "report": written,
         "elapsed_s": time.monotonic() - started,
     }
+
+
+def elapsed(started: float) -> str:
+    """Time since the demo began, as a stage line shows it."""
+    return f"{(time.monotonic() - started) / 60:.1f} min in"

@@ -16,6 +16,7 @@ from flows.judge import judge
 from flows.metrics import metrics
 from flows.priming import priming
 from flows.report import report
+from peras.progress import stage_line
 from peras.settings import Settings, load_settings
 from tasks.judge.dry_run import judge_dry_run
 from tasks.study.tasks import (
@@ -53,6 +54,7 @@ def study(
     if dry_run:
         return {"estimate": estimate}
     judged = [judge(**judge_parameters(run, grid)) for run in grid.judge_runs]
+    stage_line(f"study: {len(judged)} judge runs done")
     frames = [metrics(views=["agreement", "reliability"], run=r["run_name"], settings=settings) for r in judged]
     classified = [
         classify(
@@ -65,6 +67,8 @@ def study(
         )
         for name, cot in grid.classifier_runs
     ]
+    stage_line(f"study: metrics of {len(frames)} runs, {len(classified)} classifier tables done")
     primed = [priming(**priming_parameters(run, grid, priming_trials, priming_topics)) for run in grid.priming_runs]
+    stage_line(f"study: {len(primed)} priming runs done")
     report(runs=[r["run_name"] for r in judged], settings=settings)
     return summarize_study(grid, estimate, judged, len(classified), primed) | {"n_metric_tables": len(frames)}

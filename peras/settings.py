@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     analyst_snapshot_interval_s: float = Field(
         60.0, ge=0, description="least time between two mid-run snapshot refreshes (end-of-stage ones always run)"
     )
+    progress_interval_s: float = Field(
+        10.0, ge=0, description="seconds between two progress lines of a command whose output is not a terminal"
+    )
     personalities_dir: Path | None = Field(None, description="extra user personality files (*.toml)")
 
     # LLM endpoint. base_urls: several URLs serving one model are load-balanced.

@@ -24,6 +24,8 @@ from support.prefect_server import Tripwire, server_env
 from support.prefect_server import prefect_server as start_prefect_server
 
 ROOT = Path(__file__).resolve().parents[1]
+# No periodic progress lines in tests (they would land in the exact stderr tests compare); a test of them sets it.
+os.environ.setdefault("PERAS_PROGRESS_INTERVAL_S", "0")
 SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))
 
 

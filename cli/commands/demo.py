@@ -13,24 +13,36 @@ from peras.settings import Settings
 @click.command()
 @click.option("--limit-pairs", type=bounded(1), help="Judge only the first N sample pairs.")
 @click.option("--trials", type=bounded(1), default=50, show_default=True, help="Classifier trials.")
+@click.option(
+    "--base-url", "base_urls", multiple=True, help="Ask this OpenAI-compatible server instead of the embedded model."
+)
+@click.option("--model", help="With --base-url: the model name it serves.")
 @settings_options
-def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
+def demo(
+    settings: Settings, limit_pairs: int | None, trials: int, base_urls: tuple[str, ...], model: str | None
+) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.
 
     Ingest (with its quality gate), judge every pair under all eleven personalities with and without
     chain-of-thought (label, then verbalized confidence), the metric views, the 50-trial classifier and the
     HTML report.
-    Re-running resumes: nothing already judged is asked again.
+    Re-running resumes: nothing already judged is asked again. Each stage prints a line as it finishes, and the
+    judging its live counts. Only an explicit --base-url replaces the embedded model (PERAS_BASE_URLS does not).
 
     \b
     Example:
         peras demo
         peras demo --limit-pairs 8 --trials 5     # a quick look
+        peras demo --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
     """
+    from cli import preflight
     from cli.commands.classify import print_table
-    from flows.demo import demo as demo_flow
 
-    settings.base_urls = []  # the demo always uses the embedded model
+    settings.base_urls = list(base_urls)  # the embedded model unless a URL is given here
+    settings.model = model if base_urls else None
+    preflight.endpoint(settings)
+    from flows.demo import demo as demo_flow  # Prefect: loaded once the checks above passed
+
     tags = run_tags("demo", "sample", **endpoint_tags(settings, None))
     result = run_flow(demo_flow, tags=tags, limit_pairs=limit_pairs, trials=trials, settings=settings)
     judged = result["judged"]

@@ -17,7 +17,8 @@ from prefect.utilities.annotations import quote
 
 from peras import lake
 from peras.errors import UsageError
-from peras.progress import track
+from peras.llm.client import LLMClient
+from peras.progress import CountingClient, Counts, asking
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import render_sql, run_sql, run_statements
@@ -121,12 +122,13 @@ def ask_all(
         return EngineStats().as_dict()
     spent = requests_spent(settings, identity)
     progress = ProgressArtifact(identity, n_items)
-    with track(f"{identity.kind} {identity.run_name}", n_items) as bar:
+    description = f"{identity.kind} {identity.run_name}"
+    with asking(description, n_items, settings.progress_interval_s, on_tick=progress.update_counts) as counts:
 
         async def run() -> EngineStats:
             async with make_client(settings, endpoint, spent, on_notice=notice) as client:
                 engine = Engine(
-                    client,
+                    cast(LLMClient, CountingClient(client, counts)),  # requests sent/answered/failed, live
                     identity,
                     stage,
                     settings.warehouse,
@@ -134,13 +136,15 @@ def ask_all(
                     settings.concurrency * len(endpoint.base_urls),
                     rows_per_shard,
                     retry_failed,
-                    on_item=bar.advance,
+                    on_item=counts.item_done,
                     on_shard=lambda stats: shard_loaded(settings, progress, stats),
                 )
                 return await engine.run(plan)
 
         with settled_heap():
             stats = asyncio.run(run())
+    with contextlib.suppress(Exception):  # the last counts, whenever the last tick was
+        progress.update_counts(counts)
     progress.update(stats)
     return stats.as_dict()
 
@@ -222,6 +226,19 @@ class ProgressArtifact:
                 key=f"{identity.kind}-progress-{identity.run_id}",
                 description=f"{identity.kind} run {identity.run_name}: items done of {n_items:,}",
             )
+
+    def update_counts(self, counts: Counts) -> None:
+        """Items done and the requests behind them, while asking (an item ends after all its requests)."""
+        if self.artifact_id is None:
+            return
+        from prefect.artifacts import update_progress_artifact
+
+        update_progress_artifact(
+            self.artifact_id,
+            progress=min(100.0, 100.0 * counts.items / max(self.n_items, 1)),
+            description=f"{self.identity.kind} run {self.identity.run_name}: {counts.items:,} of {self.n_items:,} "
+            f"items done; {counts.requests_text()}",
+        )
 
     def update(self, stats: EngineStats) -> None:
         """Percent of the planned items done; counts in the flow log."""

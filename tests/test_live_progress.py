@@ -1,0 +1,162 @@
+"""What a person sees while a long command works: stage lines, live counts on a terminal, lines in a log, a stop.
+
+Each test runs `peras` in a new process as a user does, against the scripted server answering slowly enough for
+the progress to show.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from support.fake_openai import FakeOpenAI, Reply, instant
+from tests.conftest import SHARED_DATA
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[1]
+ANSI = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]")
+PROGRESS_LINE = re.compile(
+    r"^judge (?P<run>\S+): (?P<items>\d+)/6 items; requests (?P<sent>\d+) asked, (?P<answered>\d+) answered, "
+    r"(?P<failed>\d+) failed; [\d,.]+ items/min, ETA .+$"
+)
+
+
+def slow(delay_s: float):
+    def respond(request: dict) -> Reply:
+        return Reply(instant(request), delay_s=delay_s)
+
+    return respond
+
+
+@pytest.fixture
+def sample_warehouse(tmp_path, ingested) -> Path:
+    from peras.settings import load_settings
+
+    settings = load_settings(warehouse=tmp_path / "peras.duckdb", data_dir=SHARED_DATA)
+    ingested("sample", settings)
+    return settings.warehouse
+
+
+def judge_args(warehouse: Path, url: str) -> list[str]:
+    """Six judgments (3 pairs x 1 personality x CoT on/off), two requests each, one at a time."""
+    return [
+        "judge", "sample", "--limit-pairs", "3", "--personality", "default", "--warehouse", str(warehouse),
+        "--base-url", url, "--model", "fake-model", "--concurrency", "1",
+    ]  # fmt: skip
+
+
+def test_demo_on_a_terminal_shows_stage_lines_and_live_counts_before_it_ends(tmp_path):
+    with FakeOpenAI(slow(0.01)) as server:  # the whole sample (the classifier needs every level): 880 judgments
+        env = os.environ | {"COLUMNS": "160", "PERAS_PROGRESS_INTERVAL_S": "10"}
+        args = ["demo", "--trials", "2", "--warehouse", str(tmp_path / "peras.duckdb")]
+        args += ["--base-url", server.base_url, "--model", "fake-model"]
+        main, child = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env, stdin=child, stdout=child, stderr=child
+        )
+        os.close(child)
+        seen, timeline = b"", []
+        started = time.monotonic()
+        while True:
+            ready, _, _ = select.select([main], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(main, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+                timeline.append((time.monotonic() - started, chunk.decode(errors="replace")))
+            elif proc.poll() is not None:
+                break
+        proc.wait(timeout=60)
+        os.close(main)
+    text = ANSI.sub("", seen.decode(errors="replace")).replace("\r", "\n")
+    assert proc.returncode == 0, text[-3000:]
+    lines = [line.strip() for line in text.splitlines()]
+    ingest_at = next(i for i, line in enumerate(lines) if re.fullmatch(r"ingest: sample published \(.+ min in\)", line))
+    counts_at = next(
+        i for i, line in enumerate(lines) if re.search(r"requests \d+ asked, \d+ answered, 0 failed", line)
+    )
+    judged_at = next(
+        i for i, line in enumerate(lines) if re.fullmatch(r"judge: \S+: 880 judgments \(.+ min in\)", line)
+    )
+    report_at = next(i for i, line in enumerate(lines) if line.startswith("report: ") and "min in)" in line)
+    done_at = next(i for i, line in enumerate(lines) if line.startswith("done in "))
+    # the stage lines come in order as each stage ends, the live counts during judging, all before the summary
+    assert ingest_at < counts_at < judged_at < report_at < done_at
+    assert "880/880" in text  # the bar ends full
+
+
+def run_to_files(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """`peras ARGS` with stdout and stderr to files, as in a log or CI."""
+    out, err = (tmp_path / "out.txt").open("wb"), (tmp_path / "err.txt").open("wb")
+    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env, stdout=out, stderr=err)
+
+
+def test_a_judge_writing_to_a_file_prints_a_progress_line_every_interval(tmp_path, sample_warehouse):
+    with FakeOpenAI(slow(0.25)) as server:
+        env = os.environ | {"PERAS_PROGRESS_INTERVAL_S": "0.5"}
+        proc = run_to_files(tmp_path, judge_args(sample_warehouse, server.base_url), env)
+        assert proc.wait(timeout=240) == 0, (tmp_path / "err.txt").read_text()
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    found = [m for line in lines if (m := PROGRESS_LINE.match(line))]
+    assert len(found) >= 3, lines  # 12 requests of 0.25 s, one at a time: ~3 s, a line each 0.5 s
+    assert len(found) == len(lines), lines  # nothing else on stderr
+    final = found[-1]
+    # one confidence request is the same for two judgments: asked once, its answer reused
+    assert (final["items"], final["sent"], final["answered"], final["failed"]) == ("6", "11", "11", "0")
+    assert [int(m["items"]) for m in found] == sorted(int(m["items"]) for m in found)
+    assert (tmp_path / "out.txt").read_text().startswith(f"{final['run']}: 6 judgments (6 new; 11 requests sent")
+    # the Prefect progress artifact counts items and requests too
+    con = duckdb.connect(str(sample_warehouse), read_only=True)
+    try:
+        (run_id,) = con.execute("select run_id from judge_runs where run_name = ?", [final["run"]]).fetchone()
+    finally:
+        con.close()
+    (artifact,) = progress_artifacts(f"judge-progress-{run_id}")
+    assert (artifact.data, artifact.description) == (
+        100.0,
+        f"judge run {final['run']}: 6 of 6 items done; requests 11 asked, 11 answered, 0 failed",
+    )
+
+
+def progress_artifacts(key: str) -> list:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        return client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key])))
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_says_so_in_one_line_with_how_to_resume(tmp_path, sample_warehouse, how):
+    with FakeOpenAI(slow(1.0)) as server:
+        env = os.environ | {"PERAS_PROGRESS_INTERVAL_S": "0.5"}
+        args = judge_args(sample_warehouse, server.base_url)
+        proc = run_to_files(tmp_path, args, env)
+        deadline = time.monotonic() + 180
+        while not any(PROGRESS_LINE.match(line) for line in (tmp_path / "err.txt").read_text().splitlines()):
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+            time.sleep(0.2)
+        proc.send_signal(how)
+        code = proc.wait(timeout=120)
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    command = " ".join(["peras", *args])
+    expected = {
+        signal.SIGTERM: (143, f"stopped by SIGTERM: what was answered is kept; re-run `{command}` to resume"),
+        signal.SIGINT: (130, f"interrupted (Ctrl-C): what was answered is kept; re-run `{command}` to resume"),
+    }[how]
+    assert (code, lines[-1]) == expected, lines
+    assert all(PROGRESS_LINE.match(line) or line == "" for line in lines[:-1]), lines  # click ends the line first
