@@ -222,3 +222,32 @@ def measures(answers: list[tuple], truth: dict) -> dict[str, float]:
         "ru": ru,
         "hmr": 2 * ro * ru / (ro + ru) if ro + ru else 0.0,
     }
+
+
+def test_baselines_only_fits_120_columns_and_says_only_what_it_shows(judged, capsys):
+    args = (
+        "fuse",
+        "--collection",
+        "sample",
+        "--runs",
+        "judges",
+        "--baselines-only",
+        "--warehouse",
+        str(judged.warehouse),
+    )
+    result = run_cli(capsys, *args)
+    assert result.exit_code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0].endswith(": 11 judges, 40 pairs voted on")
+    assert max(len(line) for line in lines) <= 120
+    # the default judge is among the eleven: deltas against it are shown, and the best single judge
+    caption = "(delta against the default judge); [the best single judge per metric]"
+    assert lines[-2] == caption and result.out.count("delta against") == 1
+    assert lines[-1].startswith("no fuser answers")
+    csv = run_cli(capsys, *args, "--format", "csv")
+    assert csv.exit_code == 0, csv.err
+    header, *body = csv.out.splitlines()
+    assert header == "row_name,row_kind,metric,value,delta,detail"
+    assert len(body) == 6 * 13  # four baselines, the best single judge, default (no fuser) x 13 metrics
+    wide = run_cli(capsys, *args, "--wide")
+    assert max(len(line) for line in wide.out.splitlines()) > 120

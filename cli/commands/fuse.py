@@ -8,12 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from cli import preflight
 from cli.common import bounded, model_and_backend, run_flow, run_tags, settings_options
+from cli.tables import TextTable, print_text_table
 from peras.settings import Settings
 
 
@@ -67,7 +65,16 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the judges' order per pair.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option("--retry-failed", is_flag=True, help="Ask again the fuser answers this run stored as failures.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="table: fits 120 columns (split in parts); csv: the comparison, one row per method x metric; json: "
+    "everything the run returned.",
+)
+@click.option("--wide", is_flag=True, help="With --format table: one table however wide.")
 @fuser_options
 @settings_options
 def fuse(
@@ -84,6 +91,7 @@ def fuse(
     retry_failed: bool,
     backend: str | None,
     fmt: str,
+    wide: bool,
 ) -> None:
     """Fuse the judges of the runs matching --runs on --collection: the study's four voting baselines (majority,
     confidence-, sqrt-confidence- and entropy-weighted) and, unless --baselines-only, a fuser LLM that reads every
@@ -123,10 +131,16 @@ def fuse(
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2, default=str))
         return
-    from tasks.shared.fuse_comparison import disagreement_line  # polars: not loaded for --help
+    import polars as pl  # not loaded for --help
 
+    from tasks.shared.fuse_comparison import disagreement_line
+
+    if fmt == "csv":  # numbers, one row per method x metric: for a spreadsheet, not the eye
+        columns = ["row_name", "row_kind", "metric", "value", "delta", "detail"]
+        click.echo(pl.DataFrame(summary["rows"]).select(columns).write_csv(), nl=False)
+        return
     click.echo(summary_line(summary))
-    print_comparison(summary)
+    print_text_table(comparison(summary), wide=wide)
     click.echo(disagreement_line(summary["disagreement"]))
 
 
@@ -141,17 +155,24 @@ def summary_line(summary: dict[str, Any]) -> str:
     return line
 
 
-def print_comparison(summary: dict[str, Any]) -> None:
-    """The comparison as a rich table: values with (delta vs default), the best single judge in [brackets]."""
+def comparison(summary: dict[str, Any]) -> TextTable:
+    """The comparison: values with (delta vs default) and the best single judge in [brackets], where there are
+    some; the caption says only what the cells show."""
     from tasks.shared.fuse_comparison import comparison_table
 
     frame = comparison_table(summary["rows"])
-    out = Table(caption=escape("(delta against the default judge); [best single judge per metric]"))
-    for column in frame.columns:
-        out.add_column(column, justify="left" if column == "method" else "right", overflow="fold")
-    for row in frame.iter_rows():
-        out.add_row(*(escape(cell) for cell in row))
-    Console(width=220).print(out)
+    rows = summary["rows"]
+    notes = []
+    if any(r["delta"] is not None and r["row_kind"] != "default" for r in rows):
+        notes.append("(delta against the default judge)")
+    if any(r["row_kind"] == "best_single" and r["detail"] for r in rows):
+        notes.append("[the best single judge per metric]")
+    return TextTable(
+        headers=frame.columns,
+        rows=[list(row) for row in frame.iter_rows()],
+        right=set(frame.columns[1:]),
+        caption="; ".join(notes) or None,
+    )
 
 
 COMMANDS = [fuse]

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from cli.common import run_flow, run_tags, settings_options
+from cli.tables import TextTable, print_text_table
 from peras.errors import UsageError
 from peras.settings import Settings
 
@@ -50,6 +49,7 @@ VIEW_CHOICES = [
     type=click.Path(path_type=Path),
     help="Write here instead of the terminal (csv with several views: a directory, one file each).",
 )
+@click.option("--wide", is_flag=True, help="With --format table: each view as one table however wide (else 120).")
 @settings_options
 def metrics(
     settings: Settings,
@@ -59,6 +59,7 @@ def metrics(
     views: tuple[str, ...],
     fmt: str,
     output: Path | None,
+    wide: bool,
 ) -> None:
     """Agreement, confidence reliability, calibration and thresholds of every judge group.
 
@@ -97,7 +98,7 @@ def metrics(
     elif fmt == "csv":
         click.echo(next(iter(frames.values())).write_csv(), nl=False)
     else:
-        print_tables(frames)
+        print_tables(frames, wide=wide)
         if list(frames) == ["summary"]:
             click.echo("more: peras metrics --view agreement|reliability|calibration|thresholds|comparison|oracle|all")
 
@@ -115,21 +116,24 @@ def _expand(views: list[str]) -> list[str]:
     return resolve_views(views)
 
 
-def print_tables(frames: dict[str, pl.DataFrame]) -> None:
-    """Each view as a rich table of its display columns."""
+def print_tables(frames: dict[str, pl.DataFrame], wide: bool = False) -> None:
+    """Each view as a table of its display columns, in parts that fit 120 columns (the leading text columns, which
+    say what a row is, repeated in each)."""
     from peras.metric_names import format_value
     from tasks.metrics.tasks import VIEWS, display_frame
 
-    console = Console(width=max(Console().width, 120))
     for name, frame in frames.items():
         shown = display_frame(name, frame)
-        table = Table(title=f"{name} ({VIEWS[name]}, {frame.height} rows)", title_justify="left")
-        for column in shown.columns:
-            numeric = shown.schema[column].is_numeric()
-            table.add_column(column, justify="right" if numeric else "left", overflow="fold")
-        for row in shown.iter_rows():
-            table.add_row(*(format_value(value) for value in row))
-        console.print(table)
+        numeric = {column for column in shown.columns if shown.schema[column].is_numeric()}
+        n_keys = next((i for i, column in enumerate(shown.columns) if column in numeric), len(shown.columns))
+        table = TextTable(
+            headers=shown.columns,
+            rows=[[format_value(value) for value in row] for row in shown.iter_rows()],
+            n_keys=max(1, min(n_keys, 3)),
+            right=numeric,
+            title=f"{name} ({VIEWS[name]}, {frame.height} rows)",
+        )
+        print_text_table(table, wide=wide)
 
 
 COMMANDS = [metrics]
