@@ -56,19 +56,40 @@ class Counts:
         self.description = description
         self.n_items = n_items
         self.sent = self.answered = self.failed = self.items = 0
+        self.tokens = 0  # evaluated by the server: prompt tokens not served from its cache, plus the answers'
         self.started = time.monotonic()
+        self.estimated = False
 
     def request_sent(self) -> None:
         self.sent += 1
 
-    def request_answered(self) -> None:
+    def request_answered(self, result: Any = None) -> None:
         self.answered += 1
+        prompt, cached = getattr(result, "prompt_tokens", None), getattr(result, "cached_tokens", None)
+        self.tokens += max((prompt or 0) - (cached or 0), 0) + (getattr(result, "completion_tokens", None) or 0)
 
     def request_failed(self) -> None:
         self.failed += 1
 
     def item_done(self) -> None:
         self.items += 1
+        if not self.estimated and _watched and self.due_for_estimate():
+            self.estimated = True
+            stage_line(self.estimate_line())
+
+    def due_for_estimate(self) -> bool:
+        """Enough measured to say how long it will take: 5% of the items and 10 answers, or a minute of asking."""
+        measured = self.items * 20 >= self.n_items and self.answered >= ESTIMATE_AFTER_ANSWERS
+        return self.items < self.n_items and (measured or time.monotonic() - self.started >= ESTIMATE_AFTER_S)
+
+    def estimate_line(self) -> str:
+        """This machine's (and server's) speed so far, and what it means for the whole stage."""
+        seconds = max(time.monotonic() - self.started, 1e-9)
+        speed = f"{self.tokens / seconds:,.0f} tokens/s, " if self.tokens else ""
+        return (
+            f"{self.description}: at the speed measured so far ({speed}{self.rate() * 60:,.1f} items/min over "
+            f"{self.items:,} items), the {self.n_items - self.items:,} items left take about {self.eta()}"
+        )
 
     def rate(self) -> float:
         """Items per second since asking began."""
@@ -102,6 +123,10 @@ def duration(seconds: float) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
+ESTIMATE_AFTER_ANSWERS = 10
+ESTIMATE_AFTER_S = 60.0
+
+
 class CountingClient:
     """An LLM client that counts each request on `counts` (sent, then answered or failed); the rest delegated."""
 
@@ -115,7 +140,7 @@ class CountingClient:
         except BaseException:
             self._counts.request_failed()
             raise
-        self._counts.request_answered()
+        self._counts.request_answered(result)
         return result
 
     def __getattr__(self, name: str) -> Any:

@@ -32,3 +32,31 @@ def test_judge_bar_keeps_its_total_on_an_80_column_terminal(monkeypatch):
     assert "5000/101860" in drawn
     assert drawn.startswith("judge dl19-balanced-meta-llama_…")
     assert len(drawn.rstrip()) <= 80
+
+
+class Answered:
+    """What the client returns, as far as the counts read it: 100 prompt tokens evaluated, 5 generated."""
+
+    prompt_tokens, cached_tokens, completion_tokens = 120, 20, 5
+
+
+def test_the_estimate_is_said_once_after_5_percent_of_the_items_and_10_answers(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "_watched", True)
+    counts = progress.Counts("judge r", 100)
+    for _ in range(10):
+        counts.request_sent()
+        counts.request_answered(Answered())
+    for _ in range(4):
+        counts.item_done()
+    assert capsys.readouterr().err == ""  # 4% of the items: not yet
+    counts.item_done()
+    said = capsys.readouterr().err
+    assert re.fullmatch(
+        r"judge r: at the speed measured so far \([\d,]+ tokens/s, [\d,.]+ items/min over 5 items\), "
+        r"the 95 items left take about \d+ (s|min)\n",
+        said,
+    ), said
+    assert counts.tokens == 10 * 105
+    counts.item_done()
+    assert capsys.readouterr().err == ""  # once
+    assert counts.requests_text() == "requests 10 asked, 10 answered, 0 failed"
