@@ -12,7 +12,7 @@ from flows.ingest import ingest
 from flows.judge import judge
 from flows.metrics import metrics
 from flows.report import report
-from peras.progress import stage_line
+from peras.progress import minutes_in, stage_line
 from peras.settings import Settings, load_settings
 from tasks.metrics.tasks import headline_table
 
@@ -28,11 +28,11 @@ def demo(
     settings = settings or load_settings()
     started = time.monotonic()
     ingested = ingest(preset=collection, settings=settings)
-    stage_line(f"ingest: {ingested['collection_id']} {ingested['status']} ({elapsed(started)})")
+    stage_line(f"ingest: {ingested['collection_id']} {ingested['status']} ({minutes_in(started)})")
     judged = judge(collection=collection, limit_pairs=limit_pairs, settings=settings)
-    stage_line(f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments ({elapsed(started)})")
+    stage_line(f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments ({minutes_in(started)})")
     frames = metrics(views=["agreement", "reliability"], run=judged["run_name"], settings=settings)
-    stage_line(f"metrics: agreement and reliability of {judged['run_name']} ({elapsed(started)})")
+    stage_line(f"metrics: agreement and reliability of {judged['run_name']} ({minutes_in(started)})")
     table = classify(
         collection=collection,
         run=judged["run_name"],
@@ -41,9 +41,9 @@ def demo(
         trials=trials,
         settings=settings,
     )
-    stage_line(f"classify: {table.n_trials} trials on {table.n_pairs:,} pairs ({elapsed(started)})")
+    stage_line(f"classify: {table.n_trials} trials on {table.n_pairs:,} pairs ({minutes_in(started)})")
     written = report(runs=[judged["run_name"]], settings=settings)
-    stage_line(f"report: {written.path} ({elapsed(started)})")
+    stage_line(f"report: {written.path} ({minutes_in(started)})")
     return {
         "ingested": ingested,
         "judged": judged,
@@ -52,8 +52,3 @@ def demo(
         "report": written,
         "elapsed_s": time.monotonic() - started,
     }
-
-
-def elapsed(started: float) -> str:
-    """Time since the demo began, as a stage line shows it."""
-    return f"{(time.monotonic() - started) / 60:.1f} min in"

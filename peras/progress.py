@@ -37,6 +37,11 @@ def enable_if_terminal() -> None:
     _enabled = sys.stderr.isatty()
 
 
+def minutes_in(started: float) -> str:
+    """Time since `started` (time.monotonic()), as a stage line shows it."""
+    return f"{(time.monotonic() - started) / 60:.1f} min in"
+
+
 def stage_line(text: str) -> None:
     """A stage finished: say so now, not when the whole command returns."""
     if _watched:
