@@ -82,7 +82,7 @@ def judge(
     n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
+        endpoint = check_endpoint(settings, endpoint)
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         store_personalities(settings, chosen)
@@ -192,7 +192,7 @@ def judge_part(
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
+        endpoint = check_endpoint(settings, endpoint)
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         with beating(settings, run, part):

@@ -7,14 +7,20 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.common import bounded, endpoint_tags, run_flow, run_tags, settings_options
+from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
 
 @click.command()
 @click.option("--limit-pairs", type=bounded(1), help="Judge only the first N sample pairs.")
 @click.option("--trials", type=bounded(1), default=50, show_default=True, help="Classifier trials.")
+@click.option(
+    "--answer-format",
+    type=click.Choice(ANSWER_FORMATS),
+    help="auto/constrained: the embedded model's answers are constrained (llama.cpp grammars); free: never [auto].",
+)
 @settings_options
-def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
+def demo(settings: Settings, limit_pairs: int | None, trials: int, answer_format: str | None) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.
 
     Ingest (with its quality gate), judge every pair under all eleven personalities with and without
@@ -31,6 +37,8 @@ def demo(settings: Settings, limit_pairs: int | None, trials: int) -> None:
     from flows.demo import demo as demo_flow
 
     settings.base_urls = []  # the demo always uses the embedded model
+    if answer_format is not None:
+        settings.answer_format = answer_format
     tags = run_tags("demo", "sample", **endpoint_tags(settings, None))
     result = run_flow(demo_flow, tags=tags, limit_pairs=limit_pairs, trials=trials, settings=settings)
     judged = result["judged"]

@@ -23,6 +23,8 @@ from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import Column, StageDeclaration, declaration
 
+NOT_COMPARED = ("answer_probe",)  # recorded in a run's parameters, never a reason to refuse it
+
 
 @dataclass(frozen=True)
 class RunClaim:
@@ -99,7 +101,10 @@ def _stored(column: Column, value: Any) -> Any:
 def _differences(
     stage: StageDeclaration, have: tuple[Any, ...], want: dict[str, Any], have_params: Any, want_params: Any
 ) -> list[str]:
-    """What differs between a stored run and this call: each fixed column, then the request parameters."""
+    """What differs between a stored run and this call: each fixed column, then the request parameters (a run stored
+    before answer formats existed asked free text; what the probe said is a record, not compared)."""
+    have_params = {"answer_format": "free"} | {k: v for k, v in have_params.items() if k not in NOT_COMPARED}
+    want_params = {"answer_format": "free"} | {k: v for k, v in want_params.items() if k not in NOT_COMPARED}
     found = [
         f"{column.name} differs (stored {old!r}, asked {want[column.name]!r})"
         for column, old in zip(stage.fixed, have, strict=True)

@@ -55,7 +55,10 @@ def remote_endpoint(settings: Settings, backend: str | None) -> Endpoint:
             "a fanned-out run needs --model (the model every host's server serves; each worker's PERAS_BASE_URLS "
             "points at its own server)"
         )
-    return Endpoint(settings.base_urls, settings.model, backend or "openai-compatible")
+    # Each part probes its own host's server for the answer format (flows/judge.py judge_part); the run records that.
+    return Endpoint(
+        settings.base_urls, settings.model, backend or "openai-compatible", "per part", "each part probes its host"
+    )
 
 
 def split_parts(personalities: list[Personality], pairs: Pairs, parts: int, split_by: str) -> list[Part]:

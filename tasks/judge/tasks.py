@@ -89,8 +89,16 @@ def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:
             n_samples,
             max_tokens_joint=EMBEDDED_MAX_TOKENS["joint"],
             extra_body={"cache_prompt": True},
+            answer_format=endpoint.answer_format,
+            answer_probe=endpoint.answer_probe,
         )
-    return JudgeConfig(endpoint.model, endpoint.backend, n_samples=n_samples)
+    return JudgeConfig(
+        endpoint.model,
+        endpoint.backend,
+        n_samples=n_samples,
+        answer_format=endpoint.answer_format,
+        answer_probe=endpoint.answer_probe,
+    )
 
 
 def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
@@ -105,6 +113,8 @@ def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
         "sampling_temperature": config.sampling_temperature,
         "top_logprobs": config.top_logprobs,
         "certainty_threshold": config.certainty_threshold,
+        "answer_format": config.answer_format,
+        "answer_probe": config.answer_probe,
     }
 
 
