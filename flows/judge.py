@@ -33,11 +33,13 @@ from tasks.judge.tasks import (
     check_judge_run,
     check_methods,
     judge_config,
+    judge_run_name,
     judge_stage,
     load_pairs,
     plan_judgments,
     publish_judge_artifact,
     register_run,
+    resumed_answer_format,
     summarize,
     summarize_waiting,
 )
@@ -82,7 +84,8 @@ def judge(
     n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        endpoint = check_endpoint(settings, endpoint)
+        name = judge_run_name(run_name, collection, subset, pool, endpoint.model)
+        endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, name))
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         store_personalities(settings, chosen)
@@ -192,7 +195,7 @@ def judge_part(
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        endpoint = check_endpoint(settings, endpoint)
+        endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, run_name))
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         with beating(settings, run, part):

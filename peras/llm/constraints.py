@@ -19,6 +19,7 @@ until one answer shows that the constraint held (an HTTP 400 or an answer that i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import tomllib
@@ -154,54 +155,72 @@ def choice_grammar(choices: tuple[str, ...] | list[str]) -> str:
     return "root ::= " + " | ".join(json.dumps(choice, ensure_ascii=False) for choice in choices)
 
 
-# The probe: an answer no model writes unasked ("Say hello."), so an answer equal to it shows the constraint held.
-PROBE_ANSWER = "peras probe 7"
+# The probe: answers no model writes unasked ("Say hello."), a different one per dialect, so the answer shows which
+# dialect's constraint held. The first request carries the fields of every dialect servers ignore when they do not
+# speak it (vLLM and llama-server do); the openai dialect goes alone (llama-server refuses response_format beside a
+# grammar), and after an HTTP 400 each dialect goes alone (a strict server refuses fields it does not know).
 PROBE_MESSAGES = [{"role": "user", "content": "Say hello."}]
-PROBE_CHOICE = AnswerShape("probe", choice=(PROBE_ANSWER,))
-PROBE_SCHEMA = AnswerShape(
-    "probe",
-    schema={
-        "type": "object",
-        "properties": {"probe": {"type": "string", "enum": [PROBE_ANSWER]}},
-        "required": ["probe"],
-        "additionalProperties": False,
-    },
-)
+PROBE_ANSWERS = {dialect: f"peras probe {i}" for i, dialect in enumerate(DIALECTS, 1)}
+TOGETHER = ("vllm", "vllm-guided", "llama.cpp")
 
 Chat = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[Any]]
 
 
-def probe_params(dialect: str, base: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The probe request's parameters in `dialect` (greedy, a few tokens)."""
-    shape = PROBE_SCHEMA if dialect == "openai" else PROBE_CHOICE
-    return constrain({"temperature": 0.0, "max_tokens": 24} | (base or {}), shape, dialect)
-
-
-def probe_held(dialect: str, text: str) -> bool:
-    """Whether the probe's answer is the one its constraint allows."""
+def probe_shape(dialect: str) -> AnswerShape:
+    """The probe's constraint in `dialect`: its own answer as a choice (a one-key JSON object for openai)."""
+    answer = PROBE_ANSWERS[dialect]
     if dialect != "openai":
-        return text.strip() == PROBE_ANSWER
-    try:
-        return json.loads(text) == {"probe": PROBE_ANSWER}
-    except ValueError:
-        return False
+        return AnswerShape("probe", choice=(answer,))
+    schema = {
+        "type": "object",
+        "properties": {"probe": {"type": "string", "enum": [answer]}},
+        "required": ["probe"],
+        "additionalProperties": False,
+    }
+    return AnswerShape("probe", schema=schema)
 
 
-async def probe_dialect(chat: Chat, dialects: tuple[str, ...] = DIALECTS) -> Probe:
-    """Ask one tiny constrained request per dialect until one holds; `free` (with what each did) if none does.
+def probe_params(dialects: tuple[str, ...]) -> dict[str, Any]:
+    """One probe request's parameters carrying the constraints of `dialects` (greedy, a few tokens)."""
+    params: dict[str, Any] = {"temperature": 0.0, "max_tokens": 24}
+    for dialect in dialects:
+        params = constrain(params, probe_shape(dialect), dialect)
+    return params
+
+
+def probe_answer(text: str, dialects: tuple[str, ...]) -> str | None:
+    """The dialect among `dialects` whose constraint the answer shows held, or None."""
+    for dialect in dialects:
+        if dialect == "openai":
+            with contextlib.suppress(ValueError):
+                if json.loads(text) == {"probe": PROBE_ANSWERS[dialect]}:
+                    return dialect
+        elif text.strip() == PROBE_ANSWERS[dialect]:
+            return dialect
+    return None
+
+
+async def probe_dialect(chat: Chat) -> Probe:
+    """The dialect the endpoint enforces, found with as few tiny requests as can tell (1 for vLLM and llama.cpp, 2
+    for a hosted OpenAI-compatible API); `free`, with what each attempt did, if none holds.
 
     `chat(messages, params)` sends one request (LLMClient.chat); a 400/413/422 (RequestRejected) means the server
-    refused the field, an answer other than the allowed one that it ignored it. Anything else propagates."""
+    refused a field, an answer other than an allowed one that it ignored them. Anything else propagates."""
     seen: list[str] = []
-    for dialect in dialects:
+    together_refused = False
+    for dialects in (TOGETHER, ("openai",), *((d,) for d in TOGETHER)):
+        if dialects[0] in TOGETHER and len(dialects) == 1 and not together_refused:
+            break  # the fields together were ignored, not refused: alone they would be too
         try:
-            result = await chat(PROBE_MESSAGES, probe_params(dialect))
+            result = await chat(PROBE_MESSAGES, probe_params(dialects))
         except RequestRejected as exc:
-            seen.append(f"{dialect}: rejected ({_status(str(exc))})")
+            together_refused = together_refused or dialects == TOGETHER
+            seen.append(f"{' + '.join(dialects)}: rejected ({_status(str(exc))})")
             continue
-        if probe_held(dialect, result.text):
-            return Probe(dialect, f"the probe's {dialect} constraint held")
-        seen.append(f"{dialect}: ignored")
+        held = probe_answer(result.text, dialects)
+        if held is not None:
+            return Probe(held, f"the probe's {held} constraint held")
+        seen.append(f"{' + '.join(dialects)}: ignored")
     return Probe(FREE, "no constraint held, answers are free text read by the parsers: " + "; ".join(seen))
 
 

@@ -20,7 +20,7 @@ from peras.prompting import Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
 from tasks.engine.spec import RunIdentity, Stage
 from tasks.engine.stages import HeldPlan, Keyed
 from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run, store_personalities
@@ -110,9 +110,10 @@ def run_stage(
     """
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        endpoint = check_endpoint(settings, endpoint)
         config = recipe.configure(endpoint)
-        claim = answered_as(recipe.claim(config), endpoint)
+        claim = recipe.claim(config)
+        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, claim))
+        claim = answered_as(claim, endpoint)
         run = claim_stage_run(settings, warehouse_id, claim, endpoint)
         with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
             if recipe.personalities:

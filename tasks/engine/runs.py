@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from peras.errors import CheckFailed, UsageError
@@ -40,6 +41,16 @@ class RunClaim:
     name: str
     values: dict[str, Any]
     params: dict[str, Any]
+
+
+def stored_answer_format(settings: Settings, claim: RunClaim) -> str | None:
+    """The answer format the run of the claim's name asked in, if it exists ('free' for a run older than formats)."""
+    with open_migrated(settings.warehouse) as con:
+        try:
+            found = run_statements(con, claim.stage.sql("select_run"), {"run_name": claim.name}).fetchall()
+        except duckdb.CatalogException:
+            return None  # the stage's tables do not exist yet: no run of it
+    return str(json.loads(found[0][-1]).get("answer_format", "free")) if found else None
 
 
 def claim_run(

@@ -51,9 +51,10 @@ def opaque(value: T) -> T:
 
 
 @task(cache_policy=NO_CACHE)
-def check_endpoint(settings: Settings, endpoint: Endpoint) -> Endpoint:
+def check_endpoint(settings: Settings, endpoint: Endpoint, resumed: str | None = None) -> Endpoint:
     """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model; then find the
-    answer format its requests are sent in (the endpoint returned carries it) and say it once on the terminal."""
+    answer format its requests are sent in (the endpoint returned carries it) and say it once on the terminal.
+    `resumed`: the answer format the run being resumed asked in (None for a new run)."""
     if not endpoint.base_urls:
         # batch mode's files for vLLM's run-batch: no server to check or probe
         return replace(endpoint, answer_format=FREE, answer_probe="no server to probe (batch files)")
@@ -61,18 +62,21 @@ def check_endpoint(settings: Settings, endpoint: Endpoint) -> Endpoint:
     async def ready() -> Probe:
         async with make_client(settings, endpoint) as client:
             await client.check_ready()
-            return await answer_probe(settings, endpoint, client)
+            return await answer_probe(settings, endpoint, client, resumed)
 
     probe = asyncio.run(ready())
     notice(probe.line)
     return replace(endpoint, answer_format=probe.answer_format, answer_probe=probe.found)
 
 
-async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient) -> Probe:
-    """--answer-format free: none; the embedded llama.cpp server: its own dialect (the version peras builds);
-    otherwise one tiny constrained request per dialect until one holds (peras/llm/constraints.py)."""
+async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient, resumed: str | None) -> Probe:
+    """--answer-format free: none; a resumed run under auto: the format it asked in (a rerun sends nothing); the
+    embedded llama.cpp server: its own dialect (the version peras builds); otherwise what the probe finds (one or two
+    tiny requests, peras/llm/constraints.py)."""
     if settings.answer_format == "free":
         return Probe(FREE, "--answer-format free")
+    if resumed is not None and (settings.answer_format == "auto" or resumed != FREE):
+        return Probe(resumed, "as the run resumed asked")
     if endpoint.is_embedded:
         return Probe("llama.cpp", "the embedded llama.cpp server")
     return resolve_answer_format(settings.answer_format, await probe_dialect(client.chat))
