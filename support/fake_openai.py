@@ -39,6 +39,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from peras.llm.constraints import PROBE_MESSAGES
 from peras.paths import PROJECT_ROOT
 from support.http_server import LoopbackHTTPServer, http_response
 
@@ -149,7 +150,8 @@ def speaking(dialect: str | None, base: Responder = instant, unknown: str = "ign
     Enforcing: a choice (vLLM `choice`, a llama.cpp grammar that is one alternation of strings) answers base's text
     if it is a choice, else one chosen by a hash of the prompt; a JSON schema answers base's text if it is a JSON
     object with the schema's required keys, else an object built from the schema (the first enum value, the
-    middle of an integer range, "x"); a regex or another grammar answers base's text (a test scripts it)."""
+    middle of an integer range, "x"); a regex or another grammar answers base's text (a test scripts it). The
+    answer-format probe's question is answered "Hello!" before any constraint, whatever `base` would say."""
     spoken = DIALECT_FIELDS.get(dialect or "", ())
     foreign = {name for fields in DIALECT_FIELDS.values() for name in fields} - set(spoken)
 
@@ -158,7 +160,8 @@ def speaking(dialect: str | None, base: Responder = instant, unknown: str = "ign
         if stray and unknown == "reject":
             message = f"Unrecognized request argument supplied: {stray[0]}"
             return Fault(400, body={"error": {"message": message, "type": "invalid_request_error"}})
-        reply = base(request)
+        # The answer-format probe asks "Say hello." (peras/llm/constraints.py): a model's free answer, whatever `base`.
+        reply = "Hello!" if request.get("messages") == PROBE_MESSAGES else base(request)
         constraint = _constraint(dialect, request)
         if constraint is None or not isinstance(reply, str):
             return reply
