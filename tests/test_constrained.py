@@ -79,9 +79,7 @@ def test_a_regex_shape_is_a_regex_for_vllm_and_its_grammar_for_llama_cpp():
     shape = answer_shape("label_cot")
     assert constraint_fields(shape, "vllm") == {"structured_outputs": {"regex": shape.regex}}
     assert constraint_fields(shape, "vllm-guided") == {"guided_regex": shape.regex}
-    assert constraint_fields(shape, "llama.cpp") == {
-        "grammar": 'root ::= line{0,40} "Final score (O): " [0-3]\nline ::= [^\\n]* "\\n"'
-    }
+    assert constraint_fields(shape, "llama.cpp") == {"grammar": 'root ::= line* [0-3]\nline ::= [^\\n]* "\\n"'}
 
 
 def test_the_constraint_joins_extra_body_and_leaves_the_rest_of_the_parameters():
@@ -110,8 +108,9 @@ def test_the_priming_batch_is_an_object_with_exactly_its_passage_ids_in_order():
 # Each row: a prompt, an answer its constraint allows, and what the prompt's own parser reads from it.
 ALLOWED = [
     ("label_nocot", "2", lambda t: parse_label(t, False).value, 2),
-    ("label_cot", "M: 2, T: 1.\nThe passage answers it.\nFinal score (O): 3", lambda t: parse_label(t, True).value, 3),
-    ("label_cot", "Final score (O): 0", lambda t: parse_label(t, True).value, 0),
+    ("label_cot", "M: 2, T: 1.\nThe passage answers it.\n3", lambda t: parse_label(t, True).value, 3),
+    ("label_cot", "Final score (O):\n0", lambda t: parse_label(t, True).value, 0),
+    ("label_cot", "2", lambda t: parse_label(t, True).value, 2),
     ("confidence", "100", lambda t: parse_confidence(t).value, 100.0),
     ("confidence", "7", lambda t: parse_confidence(t).value, 7.0),
     ("certainty_nocot", "[[2]] [[85]]", lambda t: parse_certainty_answer(t).confidence, 85.0),
@@ -144,7 +143,8 @@ def test_an_answer_the_constraint_allows_reads_with_the_prompts_parser(prompt, t
     ("prompt", "text"),
     [
         ("label_nocot", "2."),  # nothing but the digit
-        ("label_cot", "The score is 2"),  # the final line is fixed
+        ("label_cot", "The score is 2"),  # the last line is the score alone
+        ("label_cot", "2\nbecause it answers"),
         ("confidence", "101"),
         ("pairwise_certainty", "A]] [[Highly Confident]]"),  # the failure: a certainty in words
         ("pairwise_certainty", "A]] [[99]] [[A]]"),  # a third bracketed value
