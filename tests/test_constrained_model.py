@@ -25,6 +25,7 @@ pytestmark = pytest.mark.model
 QUERY = "what is the boiling point of water at sea level"
 PASSAGE = "At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit)."
 OTHER = "The Eiffel Tower is a wrought-iron lattice tower in Paris."
+TIMEOUT_S = 900.0  # a 200-token answer on two shared cores under load took more than the default 120 s
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +34,16 @@ def server() -> Iterator[lm.LocalServer]:
         yield running
 
 
+def local_client(server: lm.LocalServer) -> LLMClient:
+    """A client of the embedded server, patient with a loaded machine, that never retries (requests are counted)."""
+    return LLMClient([server.base_url], server.model, concurrency=1, timeout_s=TIMEOUT_S, max_retries=0)
+
+
 def ask(server: lm.LocalServer, messages: list[dict[str, str]], params: dict[str, Any]) -> tuple[str, int]:
     """The answer's text and the requests the client sent."""
 
     async def one() -> tuple[str, int]:
-        async with LLMClient([server.base_url], server.model, concurrency=1) as client:
+        async with local_client(server) as client:
             result = await client.chat(messages, params)
             return result.text, client.requests_sent
 
@@ -46,7 +52,7 @@ def ask(server: lm.LocalServer, messages: list[dict[str, str]], params: dict[str
 
 def test_the_probe_finds_llama_cpp_in_one_request(server):
     async def probe() -> tuple[Probe, int]:
-        async with LLMClient([server.base_url], server.model, concurrency=1) as client:
+        async with local_client(server) as client:
             return await probe_dialect(client.chat), client.requests_sent
 
     assert asyncio.run(probe()) == (Probe("llama.cpp", "the probe's llama.cpp constraint held"), 1)
@@ -69,7 +75,7 @@ def test_logprob_under_the_label_constraint_reads_the_label_distribution_at_the_
     params = {"temperature": 0.0, "max_tokens": 4, "logprobs": True, "top_logprobs": 20}
 
     async def one() -> Any:
-        async with LLMClient([server.base_url], server.model, concurrency=1) as client:
+        async with local_client(server) as client:
             return await client.chat(messages, constrain(params, answer_shape("label_nocot"), "llama.cpp"))
 
     result = asyncio.run(one())
