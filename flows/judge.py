@@ -159,6 +159,7 @@ def judge_fan_out(
             "model": endpoint.model,
             "pool": pool,
             "personality_set": personality_set,
+            "answer_format": "free",  # one way for every part (tasks/judge/fan_out.py remote_endpoint)
         }
         done = run_parts(settings, run, split, common, deployment, max_attempts, lost_after_s)
         plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
@@ -184,11 +185,14 @@ def judge_part(
     backend: str | None = None,
     pool: str | None = None,
     personality_set: str | None = None,
+    answer_format: str | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """One part of a fanned-out judge run (started by judge-fan-out), on this worker's endpoint (PERAS_BASE_URLS):
     asks what the part lacks, commits it, beats while it works; the parent gates and publishes the run."""
-    settings = part_settings(settings or load_settings(model=model), part)
+    settings = part_settings(settings or load_settings(model=model, answer_format=answer_format), part)
+    if answer_format is not None:
+        settings = settings.model_copy(update={"answer_format": answer_format})
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
     chosen = choose_personalities(settings, personalities, personality_set)

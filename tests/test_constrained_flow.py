@@ -150,3 +150,24 @@ def test_constrained_refuses_an_endpoint_that_enforces_nothing_in_one_line(sampl
         .splitlines()[-1]
         .startswith("error: --answer-format constrained: the endpoint enforces no constraint (no constraint held")
     )
+
+
+def test_a_constrained_judge_run_passes_its_gate_and_plans_the_constraint(sample, capsys):
+    # The judge's gate compares every request with the run's planned parameters: they hold the constraint too.
+    with FakeOpenAI(speaking("vllm-guided")) as server:
+        args = ("--cot", "without", "--personality", "default", "--limit-pairs", "2", "--answer-format", "auto")
+        result = run_cli(
+            capsys, "judge", "sample", "--warehouse", str(sample.warehouse), "--base-url", server.base_url,
+            "--model", "fake-model", *args,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.err
+        asked = [r.body for r in server.chat_requests if not is_probe(r.body)]
+    fields = sorted(json.dumps(sent_fields(body)) for body in asked)  # 2 labels, then their 2 confidences
+    assert (
+        fields
+        == [json.dumps({"guided_choice": ["0", "1", "2", "3"]})] * 2
+        + [json.dumps({"guided_regex": "100|[1-9]?[0-9]"})] * 2
+    )
+    params = json.loads(rows(sample.warehouse, "select params from judge_runs")[0][0])
+    assert params["label_params_nocot"]["extra_body"] == {"guided_choice": ["0", "1", "2", "3"]}
+    assert params["answer_format"] == "vllm-guided"

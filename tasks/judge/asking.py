@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peras.errors import RequestRejected
-from peras.llm.constraints import AnswerShape, answer_shape
+from peras.llm.constraints import DIALECTS, FREE, AnswerShape, answer_shape, constrain
 from peras.llm.joint_parsing import parse_certainty_answer, parse_self_answer
 from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
 from peras.prompting import (
@@ -102,13 +102,21 @@ class JudgeConfig:
             "logprob": {"logprobs": True, "top_logprobs": self.top_logprobs},
             "sampling": {"temperature": self.sampling_temperature},
         }
-        return request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
+        params = request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
+        # The constraint is part of what the run plans (its gate compares every request with these parameters).
+        return constrain(params, label_answer_shape(cot, method), self.dialect)
 
     def confidence_params(self) -> dict[str, Any]:
         """Request parameters of the post-hoc confidence request."""
-        return request_params(
+        params = request_params(
             sampling_params("confidence"), max_tokens=self.max_tokens_confidence, extra_body=self.extra_body
         )
+        return constrain(params, answer_shape("confidence"), self.dialect)
+
+    @property
+    def dialect(self) -> str:
+        """The constraint dialect requests are sent in ('free' when the run's format is not one)."""
+        return self.answer_format if self.answer_format in DIALECTS else FREE
 
 
 @dataclass
@@ -304,6 +312,13 @@ class JudgeStage(PersonaStage[JudgeConfig]):
     @staticmethod
     def _label_parser(item: WorkItem) -> Callable[[str], Any]:
         return lambda text: parse_label(text, item.cot)
+
+
+def label_answer_shape(cot: bool, method: str) -> AnswerShape:
+    """The shape of a label request's answer: the joint methods' own prompts, else the label's."""
+    if method in JOINT_METHODS:
+        return answer_shape(f"{method}_{'cot' if cot else 'nocot'}")
+    return label_shape(cot)
 
 
 def label_shape(cot: bool) -> AnswerShape:
