@@ -65,7 +65,8 @@ def check_endpoint(settings: Settings, endpoint: Endpoint, resumed: str | None =
             return await answer_probe(settings, endpoint, client, resumed)
 
     probe = asyncio.run(ready())
-    notice(probe.line)
+    if settings.answer_format != "free":  # asked free by the user: nothing to tell; else said once, never silent
+        notice(probe.line)
     return replace(endpoint, answer_format=probe.answer_format, answer_probe=probe.found)
 
 
