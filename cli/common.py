@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings, load_settings
 
 # Every number a flag takes ends in a BIGINT column, a numpy seed or a Prefect parameter: past 64 bits it is refused
@@ -47,6 +48,12 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--backend", help="Backend label to record (vllm, openai, deepseek, ...).")
     @click.option("--concurrency", type=bounded(1), help="Requests in flight per endpoint [8].")
     @click.option("--request-budget", type=bounded(0), help="Most requests this run may send.")
+    @click.option(
+        "--answer-format",
+        type=click.Choice(ANSWER_FORMATS),
+        help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
+        " constrained: refuse an endpoint that enforces none [auto].",
+    )
     @functools.wraps(func)
     def wrapper(
         *args: Any,
@@ -55,6 +62,7 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
         api_key_env: str | None,
         concurrency: int | None,
         request_budget: int | None,
+        answer_format: str | None,
         **kwargs: Any,
     ) -> Any:
         overrides = {
@@ -63,6 +71,7 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "api_key_env": api_key_env,
             "concurrency": concurrency,
             "request_budget": request_budget,
+            "answer_format": answer_format,
         }
         return func(*args, _settings_overrides=overrides, **kwargs)
 

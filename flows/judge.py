@@ -33,11 +33,13 @@ from tasks.judge.tasks import (
     check_judge_run,
     check_methods,
     judge_config,
+    judge_run_name,
     judge_stage,
     load_pairs,
     plan_judgments,
     publish_judge_artifact,
     register_run,
+    resumed_answer_format,
     summarize,
     summarize_waiting,
 )
@@ -82,7 +84,8 @@ def judge(
     n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
+        name = judge_run_name(run_name, collection, subset, pool, endpoint.model)
+        endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, name))
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         store_personalities(settings, chosen)
@@ -156,6 +159,7 @@ def judge_fan_out(
             "model": endpoint.model,
             "pool": pool,
             "personality_set": personality_set,
+            "answer_format": "free",  # one way for every part (tasks/judge/fan_out.py remote_endpoint)
         }
         done = run_parts(settings, run, split, common, deployment, max_attempts, lost_after_s)
         plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
@@ -181,18 +185,21 @@ def judge_part(
     backend: str | None = None,
     pool: str | None = None,
     personality_set: str | None = None,
+    answer_format: str | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """One part of a fanned-out judge run (started by judge-fan-out), on this worker's endpoint (PERAS_BASE_URLS):
     asks what the part lacks, commits it, beats while it works; the parent gates and publishes the run."""
-    settings = part_settings(settings or load_settings(model=model), part)
+    settings = part_settings(settings or load_settings(model=model, answer_format=answer_format), part)
+    if answer_format is not None:
+        settings = settings.model_copy(update={"answer_format": answer_format})
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
+        endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, run_name))
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         with beating(settings, run, part):

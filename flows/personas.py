@@ -92,7 +92,7 @@ def personas_build(
     chosen = choose_conditions(conditions)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
+        endpoint = check_endpoint(settings, endpoint)
         config = build_config(endpoint, chosen, seed, max_rounds, check_samples, check_temperature, items_per_domain)
         build = register_build(settings, warehouse_id, set_name, config)
     with recorded_run(settings, build):

@@ -64,6 +64,8 @@ class ModelPreset(BaseModel):
     params: dict[str, float]
     priming: PrimingParams = PrimingParams()
     price: Price | None = None
+    # How answers are asked (docs/constrained.md); unset: the settings' (--answer-format, default auto).
+    answer_format: Literal["auto", "free", "constrained"] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelPreset:

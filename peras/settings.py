@@ -76,6 +76,12 @@ class Settings(BaseSettings):
         " URL, or files for vLLM's run-batch without one: docs/batch.md)",
     )
     batch_poll_s: float = Field(60.0, gt=0, description="with --mode batch --wait: seconds between two looks")
+    answer_format: str = Field(
+        "auto",
+        pattern=r"^(auto|free|constrained)$",
+        description="auto: constrain answers where the endpoint enforces it (probed once per run), else free text;"
+        " free: never; constrained: refuse an endpoint that enforces none (docs/constrained.md)",
+    )
     max_parse_failure_share: float = Field(0.05, ge=0, le=1, description="judge gate threshold per personality")
 
     # Embedded local model (llama.cpp server started by peras).

@@ -27,6 +27,7 @@ import contextlib
 import json
 import math
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from peras.llm.constraints import PROBE_MESSAGES
 from peras.paths import PROJECT_ROOT
 from support.http_server import LoopbackHTTPServer, http_response
 
@@ -128,6 +130,89 @@ def script(replies: Iterable[str | list[str] | Reply | Fault]) -> Responder:
         return queue.popleft()
 
     return respond
+
+
+# The constraint fields of each dialect a server may speak (peras/llm/constraints.py writes them).
+DIALECT_FIELDS = {
+    "vllm": ("structured_outputs",),
+    "vllm-guided": ("guided_choice", "guided_regex", "guided_json", "guided_grammar"),
+    "llama.cpp": ("grammar", "json_schema"),
+    "openai": ("response_format",),
+}
+_GRAMMAR_CHOICE = re.compile(r'root ::= ("(?:[^"\\]|\\.)*"(?: \| "(?:[^"\\]|\\.)*")*)')
+
+
+def speaking(dialect: str | None, base: Responder = instant, unknown: str = "ignore") -> Responder:
+    """A server that enforces `dialect`'s constraint fields (None: no dialect) over `base`'s answers and, to another
+    dialect's fields, answers HTTP 400 (`unknown="reject"`, as a strict API does) or ignores them ("ignore", as vLLM
+    and llama-server do with fields they do not know).
+
+    Enforcing: a choice (vLLM `choice`, a llama.cpp grammar that is one alternation of strings) answers base's text
+    if it is a choice, else one chosen by a hash of the prompt; a JSON schema answers base's text if it is a JSON
+    object with the schema's required keys, else an object built from the schema (the first enum value, the
+    middle of an integer range, "x"); a regex or another grammar answers base's text (a test scripts it). The
+    answer-format probe's question is answered "Hello!" before any constraint, whatever `base` would say."""
+    spoken = DIALECT_FIELDS.get(dialect or "", ())
+    foreign = {name for fields in DIALECT_FIELDS.values() for name in fields} - set(spoken)
+
+    def respond(request: dict[str, Any]) -> str | list[str] | Reply | Fault:
+        stray = sorted(foreign & set(request))
+        if stray and unknown == "reject":
+            message = f"Unrecognized request argument supplied: {stray[0]}"
+            return Fault(400, body={"error": {"message": message, "type": "invalid_request_error"}})
+        # The answer-format probe asks "Say hello." (peras/llm/constraints.py): a model's free answer, whatever `base`.
+        reply = "Hello!" if request.get("messages") == PROBE_MESSAGES else base(request)
+        constraint = _constraint(dialect, request)
+        if constraint is None or not isinstance(reply, str):
+            return reply
+        return _enforced(constraint, reply, request)
+
+    return respond
+
+
+def _constraint(dialect: str | None, request: dict[str, Any]) -> tuple[str, Any] | None:
+    """('choice', list), ('json', schema) or ('text', None) from the request's fields of `dialect`."""
+    if dialect == "vllm" and isinstance(request.get("structured_outputs"), dict):
+        (kind, value), *_ = request["structured_outputs"].items()
+    elif dialect == "vllm-guided":
+        found = [(name.removeprefix("guided_"), request[name]) for name in DIALECT_FIELDS[dialect] if name in request]
+        if not found:
+            return None
+        kind, value = found[0]
+    elif dialect == "llama.cpp" and "json_schema" in request:
+        kind, value = "json", request["json_schema"]
+    elif dialect == "llama.cpp" and "grammar" in request:
+        matched = _GRAMMAR_CHOICE.fullmatch(request["grammar"].strip())
+        kind, value = ("choice", json.loads(f"[{matched.group(1).replace(' | ', ',')}]")) if matched else ("text", None)
+    elif dialect == "openai" and isinstance(request.get("response_format"), dict):
+        kind, value = "json", request["response_format"]["json_schema"]["schema"]
+    else:
+        return None
+    return (kind, value) if kind in ("choice", "json") else ("text", None)
+
+
+def _enforced(constraint: tuple[str, Any], text: str, request: dict[str, Any]) -> str:
+    kind, value = constraint
+    if kind == "choice":
+        if text in value:
+            return text
+        content = str((request.get("messages") or [{}])[-1].get("content", "")).encode("utf-8")
+        return str(value[zlib.crc32(content) % len(value)])
+    if kind == "json":
+        with contextlib.suppress(ValueError):
+            answer = json.loads(text)
+            if isinstance(answer, dict) and sorted(answer) == sorted(value.get("required", [])):
+                return text
+        return json.dumps({key: _example(value["properties"][key]) for key in value.get("required", [])})
+    return text
+
+
+def _example(schema: dict[str, Any]) -> Any:
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "integer":
+        return (int(schema.get("minimum", 0)) + int(schema.get("maximum", 100))) // 2
+    return "x"
 
 
 class FakeOpenAI:

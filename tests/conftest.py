@@ -23,6 +23,11 @@ from support.ingested import Ingested
 from support.prefect_server import Tripwire, server_env
 from support.prefect_server import prefect_server as start_prefect_server
 
+# Tests script their servers' answers in order and count the requests sent: answer-format probes (one or two
+# requests per new run, peras/llm/constraints.py) would take scripted answers. Tests of constrained decoding
+# (tests/test_constrained*.py) ask for auto or constrained themselves; every other test asks free text, as before.
+os.environ.setdefault("PERAS_ANSWER_FORMAT", "free")
+
 ROOT = Path(__file__).resolve().parents[1]
 # No periodic progress lines in tests (they would land in the exact stderr tests compare); a test of them sets it.
 os.environ.setdefault("PERAS_PROGRESS_INTERVAL_S", "0")

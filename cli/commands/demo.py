@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.common import bounded, endpoint_tags, run_flow, run_tags, settings_options
+from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
 
@@ -17,9 +18,19 @@ from peras.settings import Settings
     "--base-url", "base_urls", multiple=True, help="Ask this OpenAI-compatible server instead of the embedded model."
 )
 @click.option("--model", help="With --base-url: the model name it serves.")
+@click.option(
+    "--answer-format",
+    type=click.Choice(ANSWER_FORMATS),
+    help="auto/constrained: the embedded model's answers are constrained (llama.cpp grammars); free: never [auto].",
+)
 @settings_options
 def demo(
-    settings: Settings, limit_pairs: int | None, trials: int, base_urls: tuple[str, ...], model: str | None
+    settings: Settings,
+    limit_pairs: int | None,
+    trials: int,
+    base_urls: tuple[str, ...],
+    model: str | None,
+    answer_format: str | None,
 ) -> None:
     """Run the whole chain on the shipped sample with the embedded local CPU model.
 
@@ -40,6 +51,8 @@ def demo(
 
     settings.base_urls = list(base_urls)  # the embedded model unless a URL is given here
     settings.model = model if base_urls else None
+    if answer_format is not None:
+        settings.answer_format = answer_format
     preflight.endpoint(settings)
     from flows.demo import demo as demo_flow  # Prefect: loaded once the checks above passed
 

@@ -12,6 +12,7 @@ import click
 from cli import preflight
 from cli.common import bounded, model_and_backend, run_flow, run_tags, settings_options
 from cli.tables import TextTable, print_text_table
+from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
 
@@ -25,6 +26,12 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--backend", help="Backend label to record for the fuser (vllm, openai, ...).")
     @click.option("--concurrency", type=bounded(1), help="Fuser requests in flight per endpoint [8].")
     @click.option("--request-budget", type=bounded(0), help="Most requests this run may send.")
+    @click.option(
+        "--answer-format",
+        type=click.Choice(ANSWER_FORMATS),
+        help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
+        " constrained: refuse an endpoint that enforces none [auto].",
+    )
     @functools.wraps(func)
     def wrapper(
         *args: Any,
@@ -33,6 +40,7 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
         api_key_env: str | None,
         concurrency: int | None,
         request_budget: int | None,
+        answer_format: str | None,
         **kwargs: Any,
     ) -> Any:
         overrides = {
@@ -41,6 +49,7 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "api_key_env": api_key_env,
             "concurrency": concurrency,
             "request_budget": request_budget,
+            "answer_format": answer_format,
         }
         return func(*args, _settings_overrides=overrides, **kwargs)
 

@@ -9,6 +9,7 @@ import click
 
 from cli import preflight
 from cli.common import bounded, run_flow, run_tags, settings_options
+from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
 
@@ -28,6 +29,11 @@ from peras.settings import Settings
 @click.option("--priming-trials", type=bounded(1), default=20, show_default=True, help="DL19 trials.")
 @click.option("--priming-topics", type=bounded(1), help="Prime only the first N DL19 topics.")
 @click.option("--dry-run", is_flag=True, help="Print what would be asked and stop.")
+@click.option(
+    "--answer-format",
+    type=click.Choice(ANSWER_FORMATS),
+    help="auto, free or constrained for every model (an endpoints file's answer_format wins) [auto].",
+)
 @settings_options
 def study(
     settings: Settings,
@@ -40,6 +46,7 @@ def study(
     priming_trials: int,
     priming_topics: int | None,
     dry_run: bool,
+    answer_format: str | None,
 ) -> None:
     """Run the study: every model preset x collection x personality x CoT setting, then the analyses.
 
@@ -53,6 +60,8 @@ def study(
         peras study --endpoints endpoints.toml --dry-run
         peras study --endpoints endpoints.toml --model llama-3-8b --collection dl19 --limit-pairs 50
     """
+    if answer_format is not None:
+        settings.answer_format = answer_format
     preflight.study_grid(
         settings, endpoints_file, list(models) or None, list(collections) or None, list(personalities) or None
     )

@@ -55,9 +55,10 @@ def ask_in_batches(
                 waiting = 0
                 break
             batch = load_round(settings, identity.model)
+            # The answer format's constraint joins each line's body as it joins an online request's.
             engine = Engine(
                 None, identity, stage, settings.warehouse, settings.shards, settings.concurrency, rows_per_shard,
-                retry_failed, batch=batch,
+                retry_failed, batch=batch, answer_format=endpoint.answer_format,
             )  # fmt: skip
             stats = asyncio.run(engine.run(plan))
             _add(totals, stats)

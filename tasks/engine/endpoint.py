@@ -20,6 +20,8 @@ class Endpoint:
     base_urls: list[str]
     model: str
     backend: str
+    answer_format: str = "free"  # the constraint dialect requests are sent in (peras/llm/constraints.py)
+    answer_probe: str = "not probed"  # what the probe found, recorded with the run
 
     @property
     def is_embedded(self) -> bool:

@@ -23,11 +23,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from peras.errors import BudgetReached, RequestRejected
 from peras.llm.client import LLMClient
+from peras.llm.constraints import FREE, constrain
 from peras.prompting import request_hashes
 from peras.warehouse import now
 from tasks.engine.batch import BatchRound, Deferred
@@ -55,6 +57,7 @@ class Engine:
         on_item: Callable[[], None] | None = None,
         on_shard: Callable[[EngineStats], None] | None = None,
         batch: BatchRound | None = None,
+        answer_format: str = FREE,
     ) -> None:
         self.client = client
         self.batch = batch
@@ -67,6 +70,7 @@ class Engine:
         self.retry_failed = retry_failed
         self.on_item = on_item
         self.on_shard = on_shard
+        self.answer_format = answer_format  # the constraint dialect (peras/llm/constraints.py); 'free': none
         self.stats = EngineStats()
         self.thread = WarehouseThread(warehouse)
         self.cache = AnswerCache(self.thread, identity.model)
@@ -174,7 +178,12 @@ class Engine:
             self.on_item()
 
     async def ask(self, spec: Ask) -> Answer:
-        """The answer to one request: from the warehouse if stored (and usable), else asked now."""
+        """The answer to one request: from the warehouse if stored (and usable), else asked now.
+
+        The Ask's answer shape becomes part of its parameters first (in the run's dialect), so the constraint is
+        in the cache key, the stored parameters and the body sent (peras/llm/constraints.py)."""
+        if spec.shape is not None:
+            spec = replace(spec, params=constrain(spec.params, spec.shape, self.answer_format), shape=None)
         request_id, prompt_hash = request_hashes(self.identity.model, spec.messages, spec.params, spec.sample_index)
         shared = self._in_flight.get(request_id)
         if shared is not None:

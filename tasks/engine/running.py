@@ -9,7 +9,7 @@ the planned items the gate checks (`planned_frame`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 import polars as pl
@@ -20,7 +20,7 @@ from peras.prompting import Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
 from tasks.engine.spec import RunIdentity, Stage
 from tasks.engine.stages import HeldPlan, Keyed
 from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run, store_personalities
@@ -89,6 +89,13 @@ def gate_stage_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, 
     return gate_run(settings, run, planned, gate)
 
 
+def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
+    """The claim with the run's answer format (the constraint dialect) and what the probe found in its parameters:
+    a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records the second)."""
+    found = {"answer_format": endpoint.answer_format, "answer_probe": endpoint.answer_probe}
+    return replace(claim, params=claim.params | found)
+
+
 def run_stage(
     settings: Settings,
     recipe: StageRecipe[ConfigT],
@@ -103,9 +110,10 @@ def run_stage(
     """
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        check_endpoint(settings, endpoint)
         config = recipe.configure(endpoint)
         claim = recipe.claim(config)
+        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, claim))
+        claim = answered_as(claim, endpoint)
         run = claim_stage_run(settings, warehouse_id, claim, endpoint)
         with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
             if recipe.personalities:

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 import polars as pl
 
 from peras.errors import CheckFailed, UsageError
@@ -22,6 +23,8 @@ from peras.warehouse import now, open_migrated, retrying
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import Column, StageDeclaration, declaration
+
+NOT_COMPARED = ("answer_probe",)  # recorded in a run's parameters, never a reason to refuse it
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,16 @@ class RunClaim:
     name: str
     values: dict[str, Any]
     params: dict[str, Any]
+
+
+def stored_answer_format(settings: Settings, claim: RunClaim) -> str | None:
+    """The answer format the run of the claim's name asked in, if it exists ('free' for a run older than formats)."""
+    with open_migrated(settings.warehouse) as con:
+        try:
+            found = run_statements(con, claim.stage.sql("select_run"), {"run_name": claim.name}).fetchall()
+        except duckdb.CatalogException:
+            return None  # the stage's tables do not exist yet: no run of it
+    return str(json.loads(found[0][-1]).get("answer_format", "free")) if found else None
 
 
 def claim_run(
@@ -99,7 +112,10 @@ def _stored(column: Column, value: Any) -> Any:
 def _differences(
     stage: StageDeclaration, have: tuple[Any, ...], want: dict[str, Any], have_params: Any, want_params: Any
 ) -> list[str]:
-    """What differs between a stored run and this call: each fixed column, then the request parameters."""
+    """What differs between a stored run and this call: each fixed column, then the request parameters (a run stored
+    before answer formats existed asked free text; what the probe said is a record, not compared)."""
+    have_params = {"answer_format": "free"} | {k: v for k, v in have_params.items() if k not in NOT_COMPARED}
+    want_params = {"answer_format": "free"} | {k: v for k, v in want_params.items() if k not in NOT_COMPARED}
     found = [
         f"{column.name} differs (stored {old!r}, asked {want[column.name]!r})"
         for column, old in zip(stage.fixed, have, strict=True)

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from peras.llm.constraints import AnswerShape
 from peras.prompting import Personality
 
 MAX_REGENERATIONS = 4  # an unreadable answer is asked again at most this many times
@@ -70,6 +71,7 @@ class Ask:
     parse: Callable[[str], Any]  # raw text -> Parsed (with .ok, .reason and a value attribute)
     sample_index: int = 0
     regenerations: int = MAX_REGENERATIONS
+    shape: AnswerShape | None = None  # the answer's constraint, added to params in the run's dialect by the engine
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -18,6 +19,7 @@ from prefect.utilities.annotations import quote
 from peras import lake
 from peras.errors import UsageError
 from peras.llm.client import LLMClient
+from peras.llm.constraints import FREE, Probe, probe_dialect, resolve_answer_format
 from peras.progress import CountingClient, Counts, asking
 from peras.prompting import Personality
 from peras.settings import Settings
@@ -49,16 +51,36 @@ def opaque(value: T) -> T:
 
 
 @task(cache_policy=NO_CACHE)
-def check_endpoint(settings: Settings, endpoint: Endpoint) -> None:
-    """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model."""
+def check_endpoint(settings: Settings, endpoint: Endpoint, resumed: str | None = None) -> Endpoint:
+    """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model; then find the
+    answer format its requests are sent in (the endpoint returned carries it) and say it once on the terminal.
+    `resumed`: the answer format the run being resumed asked in (None for a new run)."""
     if not endpoint.base_urls:
-        return  # batch mode's files for vLLM's run-batch: no server to check
+        # batch mode's files for vLLM's run-batch: no server to check or probe
+        return replace(endpoint, answer_format=FREE, answer_probe="no server to probe (batch files)")
 
-    async def ready() -> None:
+    async def ready() -> Probe:
         async with make_client(settings, endpoint) as client:
             await client.check_ready()
+            return await answer_probe(settings, endpoint, client, resumed)
 
-    asyncio.run(ready())
+    probe = asyncio.run(ready())
+    if settings.answer_format != "free":  # asked free by the user: nothing to tell; else said once, never silent
+        notice(probe.line)
+    return replace(endpoint, answer_format=probe.answer_format, answer_probe=probe.found)
+
+
+async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient, resumed: str | None) -> Probe:
+    """--answer-format free: none; a resumed run under auto: the format it asked in (a rerun sends nothing); the
+    embedded llama.cpp server: its own dialect (the version peras builds); otherwise what the probe finds (one or two
+    tiny requests, peras/llm/constraints.py)."""
+    if settings.answer_format == "free":
+        return Probe(FREE, "--answer-format free")
+    if resumed is not None and (settings.answer_format == "auto" or resumed != FREE):
+        return Probe(resumed, "as the run resumed asked")
+    if endpoint.is_embedded:
+        return Probe("llama.cpp", "the embedded llama.cpp server")
+    return resolve_answer_format(settings.answer_format, await probe_dialect(client.chat))
 
 
 @task(cache_policy=NO_CACHE)
@@ -138,6 +160,7 @@ def ask_all(
                     retry_failed,
                     on_item=counts.item_done,
                     on_shard=lambda stats: shard_loaded(settings, progress, stats),
+                    answer_format=endpoint.answer_format,
                 )
                 return await engine.run(plan)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from peras.llm.constraints import answer_shape
 from peras.llm.joint_parsing import parse_self_answer
 from tasks.engine.spec import Answer, Ask, AskFn, request_params
 from tasks.engine.stages import ask_outcome
@@ -88,7 +89,7 @@ class FuseStage:
         query, passage = self.texts[item.key]
         messages = build_fuser_messages(query, passage, self.outputs(item))
         row: dict[str, Any] = {"query_id": item.query_id, "doc_id": item.doc_id, "judge_order": ",".join(item.order)}
-        spec = Ask(messages, self.config.params(), "fuse", parse_self_answer)
+        spec = Ask(messages, self.config.params(), "fuse", parse_self_answer, shape=answer_shape("fuser"))
         return await ask_outcome(ask, spec, row, ("label", "confidence"), read_fused)
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peras.errors import RequestRejected
+from peras.llm.constraints import DIALECTS, FREE, AnswerShape, answer_shape, constrain
 from peras.llm.joint_parsing import parse_certainty_answer, parse_self_answer
 from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
 from peras.prompting import (
@@ -84,6 +85,8 @@ class JudgeConfig:
     certainty_top_p: float = 0.95
     certainty_threshold: float = 80.0  # a 'certainty' judgment at or above this is high-certainty
     extra_body: dict[str, Any] = field(default_factory=dict)
+    answer_format: str = "free"  # the endpoint's constraint dialect (the engine adds each request's constraint)
+    answer_probe: str = "not probed"
 
     def label_params(self, cot: bool, method: str) -> dict[str, Any]:
         """Request parameters of the label request (temperature 0, top_p 1 from the prompt file; 'certainty'
@@ -99,13 +102,21 @@ class JudgeConfig:
             "logprob": {"logprobs": True, "top_logprobs": self.top_logprobs},
             "sampling": {"temperature": self.sampling_temperature},
         }
-        return request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
+        params = request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
+        # The constraint is part of what the run plans (its gate compares every request with these parameters).
+        return constrain(params, label_answer_shape(cot, method), self.dialect)
 
     def confidence_params(self) -> dict[str, Any]:
         """Request parameters of the post-hoc confidence request."""
-        return request_params(
+        params = request_params(
             sampling_params("confidence"), max_tokens=self.max_tokens_confidence, extra_body=self.extra_body
         )
+        return constrain(params, answer_shape("confidence"), self.dialect)
+
+    @property
+    def dialect(self) -> str:
+        """The constraint dialect requests are sent in ('free' when the run's format is not one)."""
+        return self.answer_format if self.answer_format in DIALECTS else FREE
 
 
 @dataclass
@@ -194,9 +205,8 @@ class JudgeStage(PersonaStage[JudgeConfig]):
     ) -> dict[str, Any]:
         personality = self.personalities[item.personality]
         messages = build_label_messages(personality, pair.query, pair.passage, item.cot)
-        label = await ask(
-            Ask(messages, self.config.label_params(item.cot, item.method), "label", self._label_parser(item))
-        )
+        params = self.config.label_params(item.cot, item.method)
+        label = await ask(Ask(messages, params, "label", self._label_parser(item), shape=label_shape(item.cot)))
         row["label_request_id"] = label.request_id
         if not label.ok:
             return {"label_request_id": label.request_id, "status": "label_parse_failure", "reason": label.reason}
@@ -206,7 +216,13 @@ class JudgeStage(PersonaStage[JudgeConfig]):
             return found | self._by_logprobs(label.logprobs, value)
         confidence_messages = build_confidence_messages(personality, pair.query, pair.passage, value)
         confidence = await ask(
-            Ask(confidence_messages, self.config.confidence_params(), "confidence", parse_confidence)
+            Ask(
+                confidence_messages,
+                self.config.confidence_params(),
+                "confidence",
+                parse_confidence,
+                shape=answer_shape("confidence"),
+            )
         )
         found["confidence_request_id"] = confidence.request_id
         if not confidence.ok:
@@ -237,7 +253,8 @@ class JudgeStage(PersonaStage[JudgeConfig]):
             self.personalities[item.personality], pair.query, pair.passage, item.cot, item.method
         )
         params = self.config.label_params(item.cot, item.method)
-        answer = await ask(Ask(messages, params, "label", JOINT_METHODS[item.method]))
+        shape = answer_shape(f"{item.method}_{'cot' if item.cot else 'nocot'}")
+        answer = await ask(Ask(messages, params, "label", JOINT_METHODS[item.method], shape=shape))
         found: dict[str, Any] = {"label_request_id": answer.request_id, "confidence_request_id": answer.request_id}
         if not answer.ok:
             return found | {"status": "label_parse_failure", "reason": answer.reason}
@@ -258,7 +275,16 @@ class JudgeStage(PersonaStage[JudgeConfig]):
             # was given up would journal its answer after the run's journal closed (a shard left behind).
             settled = await asyncio.gather(
                 *(
-                    ask(Ask(messages, params | {"seed": index}, "label", parse, sample_index=index))
+                    ask(
+                        Ask(
+                            messages,
+                            params | {"seed": index},
+                            "label",
+                            parse,
+                            sample_index=index,
+                            shape=label_shape(item.cot),
+                        )
+                    )
                     for index in range(start, stop)
                 ),
                 return_exceptions=True,
@@ -286,3 +312,15 @@ class JudgeStage(PersonaStage[JudgeConfig]):
     @staticmethod
     def _label_parser(item: WorkItem) -> Callable[[str], Any]:
         return lambda text: parse_label(text, item.cot)
+
+
+def label_answer_shape(cot: bool, method: str) -> AnswerShape:
+    """The shape of a label request's answer: the joint methods' own prompts, else the label's."""
+    if method in JOINT_METHODS:
+        return answer_shape(f"{method}_{'cot' if cot else 'nocot'}")
+    return label_shape(cot)
+
+
+def label_shape(cot: bool) -> AnswerShape:
+    """The label answer's constraint: one of the four digits; with CoT, free reasoning then the final score line."""
+    return answer_shape("label_cot" if cot else "label_nocot")

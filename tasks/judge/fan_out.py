@@ -55,7 +55,13 @@ def remote_endpoint(settings: Settings, backend: str | None) -> Endpoint:
             "a fanned-out run needs --model (the model every host's server serves; each worker's PERAS_BASE_URLS "
             "points at its own server)"
         )
-    return Endpoint(settings.base_urls, settings.model, backend or "openai-compatible")
+    # The parts' hosts may speak different dialects, and a run asks one way: a fanned-out run asks free text.
+    if settings.answer_format == "constrained":
+        raise UsageError(
+            "a fanned-out judge run asks free text (its hosts may enforce different constraints); "
+            "use --answer-format auto or free, or judge on one endpoint (docs/constrained.md)"
+        )
+    return Endpoint(settings.base_urls, settings.model, backend or "openai-compatible", "free", "fanned-out run")
 
 
 def split_parts(personalities: list[Personality], pairs: Pairs, parts: int, split_by: str) -> list[Part]:

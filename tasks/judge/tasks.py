@@ -15,6 +15,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
+from peras.llm.constraints import DIALECTS, FREE
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
@@ -89,8 +90,16 @@ def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:
             n_samples,
             max_tokens_joint=EMBEDDED_MAX_TOKENS["joint"],
             extra_body={"cache_prompt": True},
+            answer_format=endpoint.answer_format,
+            answer_probe=endpoint.answer_probe,
         )
-    return JudgeConfig(endpoint.model, endpoint.backend, n_samples=n_samples)
+    return JudgeConfig(
+        endpoint.model,
+        endpoint.backend,
+        n_samples=n_samples,
+        answer_format=endpoint.answer_format,
+        answer_probe=endpoint.answer_probe,
+    )
 
 
 def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
@@ -105,7 +114,26 @@ def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
         "sampling_temperature": config.sampling_temperature,
         "top_logprobs": config.top_logprobs,
         "certainty_threshold": config.certainty_threshold,
+        "answer_format": config.answer_format,
+        "answer_probe": config.answer_probe,
     }
+
+
+def judge_run_name(
+    run_name: str | None, collection_id: str, subset_name: str | None, pool: str | None, model: str
+) -> str:
+    """The run's name: as given, else <collection>-<subset or 'runs' for a pool>-<model>."""
+    parts = {"collection": collection_id, "subset": subset_name or ("runs" if pool else None), "model": model}
+    return run_name or declaration("judge").default_run_name(**parts)
+
+
+def resumed_answer_format(settings: Settings, run_name: str) -> str | None:
+    """The answer format the judge run of that name asked in, if it exists ('free' for a run older than formats);
+    None for a new run, or a fanned-out one whose parts each probe their own host."""
+    with open_migrated(settings.warehouse) as con:
+        row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
+    stored = str(json.loads(row[4]).get("answer_format", FREE)) if row is not None else None
+    return stored if stored in (FREE, *DIALECTS) else None
 
 
 @task(cache_policy=NO_CACHE)
@@ -121,8 +149,7 @@ def register_run(
 ) -> RunIdentity:
     """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters).
     A run judging judge-run pools is named <collection>-runs-<model> unless named."""
-    parts = {"collection": collection_id, "subset": subset_name or ("runs" if pool else None), "model": config.model}
-    name = run_name or declaration("judge").default_run_name(**parts)
+    name = judge_run_name(run_name, collection_id, subset_name, pool, config.model)
     params = run_parameters(config, methods)
 
     def claim() -> RunIdentity:

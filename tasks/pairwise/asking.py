@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from peras.llm.constraints import answer_shape
 from peras.llm.pairwise_parsing import PARSERS
 from peras.prompting import build_pairwise_messages, sampling_params
 from tasks.engine.spec import Answer, Ask, AskFn, PassageStage, request_params
@@ -91,7 +92,7 @@ class PairwiseStage(PassageStage[PairwiseConfig]):
             "prompt": item.prompt,
             "position": item.position,
         }
-        spec = Ask(messages, self.config.params(item.prompt), "pairwise", PARSERS[name])
+        spec = Ask(messages, self.config.params(item.prompt), "pairwise", PARSERS[name], shape=answer_shape(name))
         return await ask_outcome(ask, spec, row, ("choice", "confidence"), read_verdict)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peras.bfi2 import Bfi2Item, ParsedAnswer, parse_answer
+from peras.llm.constraints import answer_shape
 from peras.prompting import build_item_messages
 from tasks.engine.spec import Answer, Ask, AskFn, PersonaStage, request_params
 from tasks.engine.stages import ask_outcome
@@ -67,7 +68,8 @@ class PersonasStage(PersonaStage[CheckConfig]):
             "item_id": item.item_id,
             "sample_index": item.sample_index,
         }
-        spec = Ask(messages, self.config.params(item.sample_index), "bfi2", read_answer, item.sample_index)
+        params = self.config.params(item.sample_index)
+        spec = Ask(messages, params, "bfi2", read_answer, item.sample_index, shape=answer_shape("bfi2_item"))
         return await ask_outcome(ask, spec, row, ("answer",), answer_value)
 
 

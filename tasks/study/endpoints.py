@@ -6,6 +6,7 @@
     [gpt-4o]                      # base_urls default to the preset's API address
     api_key_env = "OPENAI_API_KEY"  # the NAME of the variable (default: the preset's); never a key
     concurrency = 16
+    answer_format = "free"        # auto (default), free or constrained (docs/constrained.md); wins over the preset's
 
 A bad file, a preset without an entry or a hosted preset whose key variable is unset is one UsageError line.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,6 +33,7 @@ class EndpointEntry(BaseModel):
     base_urls: list[str] = Field(default_factory=list)
     api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     concurrency: int | None = Field(None, ge=1)
+    answer_format: Literal["auto", "free", "constrained"] | None = None
 
 
 def load_endpoints(path: Path, presets: ModelPresets) -> dict[str, EndpointEntry]:
@@ -68,4 +70,7 @@ def model_settings(settings: Settings, preset: ModelPreset, entries: dict[str, E
     }
     if entry.concurrency is not None:
         update["concurrency"] = entry.concurrency
+    answer_format = entry.answer_format or preset.answer_format
+    if answer_format is not None:
+        update["answer_format"] = answer_format
     return settings.model_copy(update=update)

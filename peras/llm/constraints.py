@@ -1,0 +1,276 @@
+"""Constrained decoding: each prompt's answer shape (peras/prompts/answers.toml) as the fields a server enforces.
+
+A shape is dialect-free (a choice of strings, a regex with its GBNF twin, a JSON schema); `constrain` writes it into
+a request's parameters as the endpoint's dialect spells it, inside `extra_body`, so that the constraint is part of
+the stored parameters and of the cache key (a constrained and a free request are different requests) and the
+client sends it as it sends every other parameter (`LLMClient._body`: extra_body keys join the JSON body).
+
+Dialects (the fields each sends; docs/constrained.md):
+- `vllm`        vLLM 0.12 and later: `structured_outputs: {choice | regex | json}`;
+- `vllm-guided` vLLM before 0.12: `guided_choice`, `guided_regex`, `guided_json`;
+- `llama.cpp`   llama-server (the embedded model): `grammar` (GBNF) for choices and regexes, `json_schema`;
+- `openai`      hosted OpenAI-compatible APIs: `response_format: {type: json_schema, json_schema: {name, schema,
+                strict: true}}`; JSON shapes only, a choice or regex prompt stays free text there;
+- `free`        no constraint: the request is sent as before.
+
+Which dialect an endpoint speaks is found by `probe_dialect`: one tiny constrained request per dialect, in turn,
+until one answer shows that the constraint held (an HTTP 400 or an answer that ignores it moves to the next).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import tomllib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from peras.errors import InputError, RequestRejected, UsageError
+from peras.paths import PROMPTS_DIR
+
+ANSWERS_FILE = PROMPTS_DIR / "answers.toml"
+ANSWER_FORMATS = ("auto", "free", "constrained")  # what a user asks for (--answer-format)
+DIALECTS = ("vllm", "vllm-guided", "llama.cpp", "openai")  # the probe's order
+FREE = "free"
+OPENAI_UNSUPPORTED = ("maxLength",)  # keywords strict structured outputs refuse; dropped for the openai dialect
+
+
+@dataclass(frozen=True)
+class AnswerShape:
+    """What one prompt's answer must look like: exactly one of choice, regex (with its GBNF grammar) or schema."""
+
+    name: str
+    choice: tuple[str, ...] | None = None
+    regex: str | None = None
+    grammar: str | None = None
+    schema: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> str:
+        """'choice', 'regex' or 'json'."""
+        return "choice" if self.choice else "regex" if self.regex else "json"
+
+    def allows(self, text: str) -> bool:
+        """Whether `text` is an answer the constraint lets through (the scripted server's check; JSON: the keys)."""
+        if self.choice is not None:
+            return text in self.choice
+        if self.regex is not None:
+            return re.fullmatch(self.regex, text) is not None
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        schema = self.schema or {}
+        return isinstance(value, dict) and sorted(value) == sorted(schema.get("required", []))
+
+
+@dataclass(frozen=True)
+class KeyedShape:
+    """A JSON object whose keys are given per request (the priming batch's passage ids), each value as `value`."""
+
+    name: str
+    value: dict[str, Any]
+
+    def for_keys(self, keys: tuple[str, ...]) -> AnswerShape:
+        """The object schema with exactly these keys, all required, in this order."""
+        schema = {
+            "type": "object",
+            "properties": {key: dict(self.value) for key in keys},
+            "required": list(keys),
+            "additionalProperties": False,
+        }
+        return AnswerShape(self.name, schema=schema)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the probe found: the dialect requests are sent in (`free`: none) and what happened, said once."""
+
+    answer_format: str
+    found: str
+
+    @property
+    def line(self) -> str:
+        """The one line the terminal shows."""
+        return f"answer format: {self.answer_format} ({self.found})"
+
+
+def answer_shape(prompt: str) -> AnswerShape:
+    """The shape of a prompt's answer, from peras/prompts/answers.toml."""
+    shape = _shapes().get(prompt)
+    if not isinstance(shape, AnswerShape):
+        raise ValueError(f"prompt {prompt!r} has no fixed answer shape in {ANSWERS_FILE.name}")
+    return shape
+
+
+def keyed_shape(prompt: str) -> KeyedShape:
+    """The per-request key shape of a prompt's answer (the priming batch)."""
+    shape = _shapes().get(prompt)
+    if not isinstance(shape, KeyedShape):
+        raise ValueError(f"prompt {prompt!r} has no keyed answer shape in {ANSWERS_FILE.name}")
+    return shape
+
+
+def constraint_fields(shape: AnswerShape, dialect: str) -> dict[str, Any] | None:
+    """The request fields that ask `dialect` for `shape`, or None where it cannot (then the request is free)."""
+    if dialect == FREE:
+        return None
+    if dialect in ("vllm", "vllm-guided"):
+        key, value = {
+            "choice": ("choice", list(shape.choice or ())),
+            "regex": ("regex", shape.regex),
+            "json": ("json", shape.schema),
+        }[shape.kind]
+        return {"structured_outputs": {key: value}} if dialect == "vllm" else {f"guided_{key}": value}
+    if dialect == "llama.cpp":
+        if shape.kind == "json":
+            return {"json_schema": shape.schema}
+        return {"grammar": shape.grammar if shape.kind == "regex" else choice_grammar(shape.choice or ())}
+    if dialect == "openai":
+        if shape.kind != "json":
+            return None
+        schema = _without(shape.schema or {}, OPENAI_UNSUPPORTED)
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": shape.name, "schema": schema, "strict": True},
+            }
+        }
+    raise ValueError(f"unknown answer dialect {dialect!r}")
+
+
+def constrain(params: dict[str, Any], shape: AnswerShape | None, dialect: str) -> dict[str, Any]:
+    """`params` with the constraint for `shape` in `dialect` added to its extra_body (unchanged when none applies)."""
+    fields = constraint_fields(shape, dialect) if shape is not None else None
+    if not fields:
+        return params
+    return params | {"extra_body": dict(params.get("extra_body") or {}) | fields}
+
+
+def choice_grammar(choices: tuple[str, ...] | list[str]) -> str:
+    """A GBNF grammar whose only sentences are `choices`."""
+    return "root ::= " + " | ".join(json.dumps(choice, ensure_ascii=False) for choice in choices)
+
+
+# The probe: answers no model writes unasked ("Say hello."), a different one per dialect, so the answer shows which
+# dialect's constraint held. The first request carries the fields of every dialect servers ignore when they do not
+# speak it (vLLM and llama-server do); the openai dialect goes alone (llama-server refuses response_format beside a
+# grammar), and after an HTTP 400 each dialect goes alone (a strict server refuses fields it does not know).
+PROBE_MESSAGES = [{"role": "user", "content": "Say hello."}]
+PROBE_ANSWERS = {dialect: f"peras probe {i}" for i, dialect in enumerate(DIALECTS, 1)}
+TOGETHER = ("vllm", "vllm-guided", "llama.cpp")
+
+Chat = Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[Any]]
+
+
+def probe_shape(dialect: str) -> AnswerShape:
+    """The probe's constraint in `dialect`: its own answer as a choice (a one-key JSON object for openai)."""
+    answer = PROBE_ANSWERS[dialect]
+    if dialect != "openai":
+        return AnswerShape("probe", choice=(answer,))
+    schema = {
+        "type": "object",
+        "properties": {"probe": {"type": "string", "enum": [answer]}},
+        "required": ["probe"],
+        "additionalProperties": False,
+    }
+    return AnswerShape("probe", schema=schema)
+
+
+def probe_params(dialects: tuple[str, ...]) -> dict[str, Any]:
+    """One probe request's parameters carrying the constraints of `dialects` (greedy, a few tokens)."""
+    params: dict[str, Any] = {"temperature": 0.0, "max_tokens": 24}
+    for dialect in dialects:
+        params = constrain(params, probe_shape(dialect), dialect)
+    return params
+
+
+def probe_answer(text: str, dialects: tuple[str, ...]) -> str | None:
+    """The dialect among `dialects` whose constraint the answer shows held, or None."""
+    for dialect in dialects:
+        if dialect == "openai":
+            with contextlib.suppress(ValueError):
+                if json.loads(text) == {"probe": PROBE_ANSWERS[dialect]}:
+                    return dialect
+        elif text.strip() == PROBE_ANSWERS[dialect]:
+            return dialect
+    return None
+
+
+async def probe_dialect(chat: Chat) -> Probe:
+    """The dialect the endpoint enforces, found with as few tiny requests as can tell (1 for vLLM and llama.cpp, 2
+    for a hosted OpenAI-compatible API); `free`, with what each attempt did, if none holds.
+
+    `chat(messages, params)` sends one request (LLMClient.chat); a 400/413/422 (RequestRejected) means the server
+    refused a field, an answer other than an allowed one that it ignored them. Anything else propagates."""
+    seen: list[str] = []
+    together_refused = False
+    for dialects in (TOGETHER, ("openai",), *((d,) for d in TOGETHER)):
+        if dialects[0] in TOGETHER and len(dialects) == 1 and not together_refused:
+            break  # the fields together were ignored, not refused: alone they would be too
+        try:
+            result = await chat(PROBE_MESSAGES, probe_params(dialects))
+        except RequestRejected as exc:
+            together_refused = together_refused or dialects == TOGETHER
+            seen.append(f"{' + '.join(dialects)}: rejected ({_status(str(exc))})")
+            continue
+        held = probe_answer(result.text, dialects)
+        if held is not None:
+            return Probe(held, f"the probe's {held} constraint held")
+        seen.append(f"{' + '.join(dialects)}: ignored")
+    return Probe(FREE, "no constraint held, answers are free text read by the parsers: " + "; ".join(seen))
+
+
+def resolve_answer_format(wanted: str, probe: Probe) -> Probe:
+    """What a run asks in: a probe that found no dialect is refused when constraints were demanded."""
+    if wanted == "constrained" and probe.answer_format == FREE:
+        raise UsageError(f"--answer-format constrained: the endpoint enforces no constraint ({probe.found})")
+    return probe
+
+
+def check_answer_format(value: str) -> str:
+    """`value` if it is one of ANSWER_FORMATS."""
+    if value not in ANSWER_FORMATS:
+        raise UsageError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, not {value!r}")
+    return value
+
+
+def _status(message: str) -> str:
+    found = re.search(r"HTTP \d{3}", message)
+    return found.group(0) if found else "refused"
+
+
+def _without(value: Any, keys: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [_without(v, keys) for v in value]
+    return value
+
+
+@cache
+def _shapes() -> dict[str, AnswerShape | KeyedShape]:
+    try:
+        data = tomllib.loads(ANSWERS_FILE.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"cannot read answer shapes: {exc}", ANSWERS_FILE) from exc
+    return {name: _shape(name, table) for name, table in data.items()}
+
+
+def _shape(name: str, table: dict[str, Any]) -> AnswerShape | KeyedShape:
+    kinds = [key for key in ("choice", "regex", "schema", "keys") if key in table]
+    allowed = {"choice": {"choice"}, "regex": {"regex", "grammar"}, "schema": {"schema"}, "keys": {"keys", "value"}}
+    if len(kinds) != 1 or set(table) != allowed[kinds[0]]:
+        needs = "exactly one of choice, regex with grammar, schema, keys with value"
+        raise InputError(f"[{name}] needs {needs}", ANSWERS_FILE)
+    if kinds[0] == "keys":
+        return KeyedShape(name, dict(table["value"]))
+    if kinds[0] == "choice":
+        return AnswerShape(name, choice=tuple(str(c) for c in table["choice"]))
+    if kinds[0] == "regex":
+        re.compile(table["regex"])
+        return AnswerShape(name, regex=table["regex"], grammar=table["grammar"].strip())
+    return AnswerShape(name, schema=dict(table["schema"]))
