@@ -248,7 +248,8 @@ def test_an_analyst_reading_the_lake_during_a_run_sees_whole_shards_and_blocks_n
 # Migrate each lake named on the command line once its gate file appears (so that both processes start each at the
 # same moment); one line per lake: "migrated" or the error.
 MIGRATOR = """
-import sys, time
+import faulthandler, sys, time
+faulthandler.enable()
 from pathlib import Path
 from peras.warehouse import open_migrated
 gates = Path(sys.argv[1])
@@ -292,7 +293,11 @@ def test_two_processes_migrating_a_new_lake_at_once_both_succeed_once(pg, lake, 
             (gates / str(i)).touch()
             said = [proc.stdout.readline().strip() for proc in procs if proc.stdout is not None]
             # a migrator that said nothing has died: show why (CI once saw '', no message, no traceback kept)
-            died = [proc.communicate(timeout=60)[1][-3000:] for proc, line in zip(procs, said, strict=True) if not line]
+            died = [
+                (proc.wait(timeout=60), proc.communicate(timeout=60)[1][-3000:])
+                for proc, line in zip(procs, said, strict=True)
+                if not line
+            ]  # (exit code, stderr): a negative code is the signal that killed it (faulthandler prints the stack)
             assert said == ["migrated"] * 2, died
             assert query(each, "select version, count(*) from schema_migrations group by all order by all") == [
                 (version, 1) for version, _, _ in migrations()
