@@ -85,7 +85,10 @@ class Counts:
     def due_for_estimate(self) -> bool:
         """Enough measured to say how long it will take: 5% of the items and 10 answers, or a minute of asking."""
         measured = self.items * 20 >= self.n_items and self.answered >= ESTIMATE_AFTER_ANSWERS
-        return self.items < self.n_items and (measured or time.monotonic() - self.started >= ESTIMATE_AFTER_S)
+        due = self.items < self.n_items and (measured or time.monotonic() - self.started >= ESTIMATE_AFTER_S)
+        # Worth a line only when what is left takes a while: "the 38 items left take about 1 s" tells nobody anything.
+        left_s = (self.n_items - self.items) / max(self.rate(), 1e-9)
+        return due and self.items > 0 and left_s >= ESTIMATE_AFTER_S
 
     def estimate_line(self) -> str:
         """This machine's (and server's) speed so far, and what it means for the whole stage."""

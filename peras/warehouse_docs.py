@@ -20,7 +20,7 @@ import duckdb
 
 from peras.paths import PROJECT_ROOT
 from peras.sql import query_frame, view_files
-from peras.warehouse import migrate, migrations
+from peras.warehouse import FILE_ONLY, migrate, migrations
 from peras.warehouse_doc_text import EXAMPLES, INTRO, MACROS_NOTE
 from peras.warehouse_glossary import GLOSSARY, TABLES
 
@@ -114,6 +114,8 @@ def parse_migrations() -> tuple[dict[str, tuple[str, str]], dict[tuple[str, str]
         last_column: str | None = None
         for line in path.read_text(encoding="utf-8").splitlines():
             stripped = line.strip()
+            if stripped == FILE_ONLY:  # a directive for migrate(), not prose
+                continue
             if table is not None:
                 if stripped.startswith(")"):
                     table = None

@@ -344,9 +344,11 @@ def test_a_corpus_with_an_empty_passage_text_names_its_line_and_writes_nothing(s
     doc_id = lines[1].split("\t")[0]
     corpus.write_text("\n".join([lines[0], f"{doc_id}\t ", *lines[2:]]) + "\n")
     before = snapshot(sample.warehouse)
-    result = run_cli(capsys, "judge-run", str(RUN), "--collection", "sample", "--corpus", str(corpus),
-                     "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                     "--warehouse", str(sample.warehouse))  # fmt: skip
+    with FakeOpenAI(instant, models=["m"]) as server:  # reachable: the pre-flight check of the server passes
+        result = run_cli(capsys, "judge-run", str(RUN), "--collection", "sample", "--corpus", str(corpus),
+                         "--base-url", server.base_url, "--model", "m",
+                         "--warehouse", str(sample.warehouse))  # fmt: skip
+        assert server.chat_requests == []
     assert (result.exit_code, result.out, result.err) == (
         1,
         "",

@@ -46,10 +46,6 @@ def peras_alone(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess
         (("pairwise", "dl20"), "error: collection 'dl20' is not in the warehouse: run `peras ingest dl20`\n"),
         (("priming", "dl19"), "error: collection 'dl19' is not in the warehouse: run `peras ingest dl19`\n"),
         (
-            ("classify", "--collection", "dl21"),
-            "error: collection 'dl21' is not in the warehouse: run `peras ingest dl21`\n",
-        ),
-        (
             ("fuse", "--collection", "dl19", "--runs", "x", "--baselines-only"),
             "error: collection 'dl19' is not in the warehouse: run `peras ingest dl19`\n",
         ),
@@ -99,11 +95,6 @@ def unreachable_url() -> str:
         (
             ("pairwise", "sample", "--personality", "XX"),
             "error: unknown personality XX; known: default, HA, LA, HC, LC, HE, LE, HN, LN, HO, LO\n",
-        ),
-        # an unknown run
-        (
-            ("classify", "--collection", "sample", "--run", "nope"),
-            "error: no judge run named 'nope' (see `peras runs list`)\n",
         ),
         # a server nobody answers on
         (("judge", "sample", "--model", "m", "--base-url", "UNREACHABLE"), "error: cannot reach UNREACHABLE"),

@@ -43,6 +43,7 @@ class Answered:
 def test_the_estimate_is_said_once_after_5_percent_of_the_items_and_10_answers(monkeypatch, capsys):
     monkeypatch.setattr(progress, "_watched", True)
     counts = progress.Counts("judge r", 100)
+    counts.started -= 10.0  # 5 items in 10 s: the 95 left take minutes, worth saying
     for _ in range(10):
         counts.request_sent()
         counts.request_answered(Answered())
@@ -60,3 +61,14 @@ def test_the_estimate_is_said_once_after_5_percent_of_the_items_and_10_answers(m
     counts.item_done()
     assert capsys.readouterr().err == ""  # once
     assert counts.requests_text() == "requests 10 asked, 10 answered, 0 failed"
+
+
+def test_no_estimate_when_what_is_left_takes_seconds(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "_watched", True)
+    counts = progress.Counts("judge r", 40)
+    for _ in range(10):
+        counts.request_sent()
+        counts.request_answered(Answered())
+    for _ in range(5):
+        counts.item_done()  # instant items: the 35 left take well under a minute
+    assert capsys.readouterr().err == ""
