@@ -9,6 +9,7 @@ from prefect import flow
 from peras.settings import Settings, load_settings
 from tasks.engine.batch_tasks import ask_in_batches
 from tasks.engine.endpoint import serving_endpoint
+from tasks.engine.lease import held
 from tasks.engine.shards import ROWS_PER_SHARD
 from tasks.engine.tasks import (
     ask_all,
@@ -23,6 +24,7 @@ from tasks.judge.fan_out import (
     beating,
     check_deployment,
     check_part_done,
+    part_identity,
     part_settings,
     remote_endpoint,
     run_parts,
@@ -89,7 +91,7 @@ def judge(
         config = judge_config(endpoint, n_samples)
         run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
         store_personalities(settings, chosen)
-        with recorded_run(settings, run):
+        with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
             plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
             stage = judge_stage(config, chosen, pairs)
             if settings.mode == "batch":
@@ -145,7 +147,7 @@ def judge_fan_out(
     config = judge_config(endpoint, n_samples)
     run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
     store_personalities(settings, chosen)
-    with recorded_run(settings, run):
+    with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
         split = split_parts(chosen, pairs, parts, split_by)
         common = {
             "collection": collection,
@@ -174,6 +176,7 @@ def judge_part(
     run_name: str,
     part: str,
     model: str,
+    attempt: int = 1,
     personalities: list[str] | None = None,
     topics: list[str] | None = None,
     subset: str | None = None,
@@ -189,8 +192,9 @@ def judge_part(
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """One part of a fanned-out judge run (started by judge-fan-out), on this worker's endpoint (PERAS_BASE_URLS):
-    asks what the part lacks, commits it, beats while it works; the parent gates and publishes the run."""
-    settings = part_settings(settings or load_settings(model=model, answer_format=answer_format), part)
+    asks what the part lacks, commits it, beats while it works; the parent gates and publishes the run. attempt: the
+    parent's count of starts of this part; once it starts a newer one, this attempt's commits are refused."""
+    settings = part_settings(settings or load_settings(model=model, answer_format=answer_format), part, attempt)
     if answer_format is not None:
         settings = settings.model_copy(update={"answer_format": answer_format})
     cot_settings = [False, True] if cot is None else cot
@@ -201,7 +205,11 @@ def judge_part(
     with serving_endpoint(settings, backend) as endpoint:
         endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, run_name))
         config = judge_config(endpoint, n_samples)
-        run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
+        run = part_identity(
+            register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool, lease=False),
+            part,
+            attempt,
+        )
         with beating(settings, run, part):
             plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
             stage = judge_stage(config, chosen, pairs)

@@ -104,11 +104,15 @@ class Counts:
         return self.items / max(time.monotonic() - self.started, 1e-9)
 
     def eta(self) -> str:
-        """Time left at the rate so far, or '?' before the first item."""
+        """Time left at the rate so far; before the first item, at least what the items left take at one request
+        each at the rate requests are answered ('>= 77 min'); '?' before the first answer."""
         rate = self.rate()
-        if self.items == 0 or rate <= 0:
+        if self.items > 0 and rate > 0:
+            return duration(max(self.n_items - self.items, 0) / rate)
+        answered_rate = self.answered / max(time.monotonic() - self.started, 1e-9)
+        if self.answered == 0 or self.n_items <= self.answered:
             return "?"
-        return duration(max(self.n_items - self.items, 0) / rate)
+        return f">= {duration((self.n_items - self.answered) / answered_rate)}"
 
     def requests_text(self) -> str:
         # asked: handed to the client, in flight or waiting for one of the endpoint's slots

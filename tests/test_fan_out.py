@@ -392,3 +392,40 @@ def test_parts_without_the_deployment_say_what_to_deploy_and_leave_no_run(lake, 
         " again"
     )
     assert rows("select count(*) from judge_runs") == [(0,)]
+
+
+def test_a_superseded_attempt_commits_nothing_and_the_current_one_completes(lake, capsys, monkeypatch):
+    """Issue 36 item 7: a part taken for lost while its host was alive (beats late on a loaded machine) was started
+    again and both attempts committed. Each start is the part's current attempt now: an older attempt's commits are
+    refused in the load's own transaction, and nothing of it lands; the current attempt completes the part."""
+    from flows.judge import judge_part
+    from peras.settings import load_settings
+    from tasks.engine.shards import Superseded
+    from tasks.engine.spec import RunIdentity
+    from tasks.judge.fan_out import start_attempt
+
+    assert run_cli(capsys, "ingest", "sample").exit_code == 0
+    with FakeOpenAI(instant, models=[MODEL]) as server:
+        # the run exists (its parent claimed it); then the parent starts part p1 a second time
+        first = run_cli(
+            capsys, "judge", "sample", "--base-url", server.base_url, "--model", MODEL, "--limit-pairs", "3",
+            "--personality", "default", "--cot", "without", "--run-name", "spread",
+        )  # fmt: skip
+        assert first.exit_code == 0, first.err
+        [(run_id,)] = rows("select run_id from judge_runs where run_name = 'spread'")
+        run = RunIdentity("-", "judge", run_id, "spread", MODEL, "openai-compatible")
+        start_attempt(load_settings(), run, "p1", 2)
+        monkeypatch.setenv("PERAS_BASE_URLS", server.base_url)
+        part = {"collection": "sample", "run_name": "spread", "part": "p1", "model": MODEL, "limit_pairs": 3}
+        part |= {"personalities": ["HA"], "cot": [False], "confidence_methods": ["verbalized"]}
+        with pytest.raises(Superseded, match="part p1 of judge run spread: attempt 1 was superseded by attempt 2"):
+            judge_part(**part, attempt=1, chunk_size=2)
+        asked_by_old = len(server.chat_requests)
+        assert rows("select count(*) from judgments where personality = 'HA'") == [(0,)]
+        summary = judge_part(**part, attempt=2, chunk_size=2)
+    assert summary["part"] == "p1" and len(server.chat_requests) > asked_by_old
+    assert rows(
+        "select count(*), count(distinct (query_id, doc_id)) from judgments where personality = 'HA' and run_id = $r",
+        {"r": run_id},
+    ) == [(3, 3)]
+    assert rows("select part, attempt from run_attempts where run_id = $r", {"r": run_id}) == [("p1", 2)]

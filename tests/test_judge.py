@@ -450,3 +450,20 @@ def test_a_huge_n_samples_is_asked_batch_by_batch_until_the_budget_stops_it(samp
     assert result.exit_code == 1 and result.err.count("\n") == 1, result.err
     assert "--request-budget" in result.err and "MemoryError" not in result.err, result.err
     assert sent <= 5
+
+
+def test_on_a_slow_server_each_item_finishes_before_later_items_begin(sample):
+    """With one slot and many items in flight, a free slot goes to an item's confidence request before another item's
+    label (peras/llm/priority.py): items finish one by one from the start. First-come-first-served asked every
+    label first, so on the embedded model no judgment was done (or committed) for the first 256 labels."""
+    with FakeOpenAI(instant) as server:
+        settings = use(sample, server)
+        settings.concurrency = 1
+        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=12, settings=settings)
+        purposes = [
+            "confidence" if "relevance score is" in str(r.body["messages"]) else "label" for r in server.chat_requests
+        ]
+    # a slot freed by a label goes to a waiting request before that item's confidence is asked, so two labels go, then
+    # both confidences (the second already waiting ahead of every label): two items finish every four requests
+    assert purposes == ["label", "label", "confidence", "confidence"] * 6
+    assert rows(sample, "select count(*) from judgments where status = 'ok'") == [(12,)]

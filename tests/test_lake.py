@@ -32,7 +32,7 @@ from flows.metrics import metrics  # noqa: E402
 from peras.errors import UsageError  # noqa: E402
 from peras.settings import Settings, load_settings  # noqa: E402
 from peras.warehouse import connect, migrations, open_migrated  # noqa: E402
-from support.fake_openai import FakeOpenAI, instant  # noqa: E402
+from support.fake_openai import FakeOpenAI, Reply, instant  # noqa: E402
 from support.prefect_server import free_port  # noqa: E402
 from tests.conftest import SHARED_DATA  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
@@ -447,6 +447,36 @@ def test_two_processes_asking_one_run_on_a_lake_one_is_refused_and_nothing_is_co
     assert second.returncode != 0 and "toy run 'toy' is being asked by another process" in second.stderr
     assert query(lake, "select count(*), count(distinct word) from toy_answers") == [(20, 20)]
     assert query(lake, "select status from toy_runs") == [("published",)]
+
+
+def test_two_judge_processes_with_one_run_name_one_is_refused_and_nothing_is_copied(lake):
+    """Issue 36 item 3 for the judge: two `peras judge` with one run name on one lake stored 24 judgments for 20
+    planned, and one lost its shard to the other. The judge run's lease lives in the catalog as every stage's does:
+    the second process is refused naming the first, the first completes each judgment once."""
+    ingest(preset="sample", settings=lake)
+    asked, refused = threading.Event(), threading.Event()
+
+    def slow(request: dict) -> Reply:  # slow until the second process has been answered (it starts in ~10-30 s)
+        asked.set()
+        return Reply(instant(request), delay_s=0.0 if refused.is_set() else 30.0)
+
+    options = ["--personality", "default", "--cot", "without", "--limit-pairs", "10", "--chunk-size", "2"]
+    with FakeOpenAI(slow, models=[MODEL]) as server:
+        first = subprocess.Popen(
+            judge_command("one", server.base_url, *options), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert asked.wait(timeout=180), first.communicate(timeout=60)
+        second = subprocess.run(
+            judge_command("one", server.base_url, *options), capture_output=True, text=True, timeout=300
+        )
+        refused.set()
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert second.stderr.startswith("error: judge run 'one' is being asked by another process (pid "), second.stderr
+    assert query(lake, "select count(*), count(distinct (query_id, doc_id)) from judgments") == [(10, 10)]
+    assert query(lake, "select status from judge_runs") == [("published",)]
+    assert query(lake, "select count(*) from run_leases") == [(0,)]
 
 
 # DuckLake's own ways to change the lake or reach past it, beside every escape tried on a DuckDB file

@@ -72,3 +72,19 @@ def test_no_estimate_when_what_is_left_takes_seconds(monkeypatch, capsys):
     for _ in range(5):
         counts.item_done()  # instant items: the 35 left take well under a minute
     assert capsys.readouterr().err == ""
+
+
+def test_before_any_item_is_done_the_eta_is_a_lower_bound_from_the_answered_requests(monkeypatch):
+    from peras import progress
+
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    counts = progress.Counts("judge r", 880)
+    assert counts.eta() == "?"
+    for _ in range(110):
+        counts.request_sent()
+        counts.request_answered()
+    clock[0] += 660.0  # 110 answers in 11 minutes, no judgment done yet (each needs two)
+    assert counts.eta() == ">= 1 h 17 min"  # 770 items left, at least a request each, at 10 a minute
+    counts.item_done()
+    assert counts.eta() == "161 h 09 min"  # then items: 879 left at one per 11 minutes

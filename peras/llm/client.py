@@ -44,6 +44,7 @@ from typing import Any
 
 from peras.errors import BackendError, BudgetReached, RequestRejected, UsageError, mask_secrets, remember_secret
 from peras.llm.limits import EndpointSlots
+from peras.llm.priority import PrioritySlots, item_step
 from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
 from peras.llm.transport import Backend, TransportError, make_transport
 from peras.settings import without_userinfo
@@ -78,7 +79,7 @@ class _Endpoint:
     def __init__(self, url: str, transport: Any, concurrency: int, slots_dir: Path | None) -> None:
         self.url = url  # without credentials: it names the endpoint in every message, log and slot file
         self.transport = transport
-        self.semaphore = asyncio.Semaphore(concurrency)
+        self.semaphore = PrioritySlots(concurrency)  # an item's follow-up request before a new item's first
         self.slots = EndpointSlots(slots_dir, url, concurrency) if slots_dir is not None else None
         self.in_flight = 0
         self.failures = 0
@@ -264,7 +265,7 @@ class LLMClient:
         """One HTTP request through the URL's slots; it counts against the budget (and in `sent`) once it is sent."""
         endpoint.in_flight += 1
         try:
-            async with endpoint.semaphore:
+            async with endpoint.semaphore.held(item_step.get()):
                 index = await endpoint.slots.acquire() if endpoint.slots is not None else None
                 try:
                     spent = self.budget_spent + self._requests_sent

@@ -30,6 +30,7 @@ from typing import Any
 from peras.errors import BudgetReached, RequestRejected
 from peras.llm.client import LLMClient
 from peras.llm.constraints import FREE, constrain
+from peras.llm.priority import item_step
 from peras.prompting import request_hashes
 from peras.warehouse import now
 from tasks.engine.batch import BatchRound, Deferred
@@ -119,6 +120,7 @@ class Engine:
             for item in items:  # one shared iterator: each item is taken by exactly one worker
                 if spent:
                     return
+                item_step.set(0)  # its requests count from 0: the later ones go before other items' first ones
                 try:
                     row = await self.stage.handle(item, self.ask)
                 except BudgetReached as exc:  # items in flight finish; no new item starts
@@ -185,6 +187,8 @@ class Engine:
         if spec.shape is not None:
             spec = replace(spec, params=constrain(spec.params, spec.shape, self.answer_format), shape=None)
         request_id, prompt_hash = request_hashes(self.identity.model, spec.messages, spec.params, spec.sample_index)
+        step = item_step.get()
+        item_step.set(step + 1)  # this item's next request waits for a slot ahead of items not yet this far
         shared = self._in_flight.get(request_id)
         if shared is not None:
             self.stats.n_cached += 1

@@ -24,7 +24,7 @@ from peras import lake
 from peras.errors import CheckFailed
 from peras.sql import run_sql, run_statements
 from peras.warehouse import connect, now, retrying, retrying_bounded, transaction
-from tasks.engine.spec import RunIdentity
+from tasks.engine.spec import Attempt, RunIdentity
 from tasks.engine.stage import sql_of
 
 # Outcomes per shard by default (--chunk-size): each full shard is loaded while asking goes on, under the tight
@@ -139,6 +139,10 @@ def load_shards(
     return dropped
 
 
+class Superseded(CheckFailed):
+    """A part's attempt tried to commit after the parent started the part again: it stops, committing nothing."""
+
+
 # Stages whose outcomes reference several requests each (a judgment: its label, confidence and sampling requests),
 # checked against them by their own merge (sql/judge/merge_outcomes.sql through judgment_check), not by
 # sql/engine/check_staged_outcomes.sql, which checks an outcome's one `request_id`.
@@ -147,6 +151,8 @@ OWN_OUTCOME_CHECK = frozenset({"judge"})
 
 def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: dict[str, Any]) -> int:
     """Requests first (outcomes are checked against them), then outcomes; returns the outcomes left out."""
+    if identity.attempt is not None:
+        _check_current_attempt(con, identity, identity.attempt)
     if files["requests"]:
         run_sql(con, "engine/stage_requests", {"paths": files["requests"]})
         _refuse_foreign(con, "requests", files["requests"], params)
@@ -159,6 +165,19 @@ def _load(con: Any, identity: RunIdentity, files: dict[str, list[str]], params: 
         run_sql(con, "engine/check_staged_outcomes")
     merged = run_statements(con, sql_of(identity.kind, "merge_outcomes"), {"replaced_at": now()})
     return int(merged.fetchone()[0])
+
+
+def _check_current_attempt(con: Any, identity: RunIdentity, attempt: Attempt) -> None:
+    """A part's attempt commits only while it is the part's current one (in the load's own transaction)."""
+    key = {"kind": identity.kind, "run_id": identity.run_id, "part": attempt.part}
+    run_sql(con, "engine/attempt/touch_attempt", key | {"attempt": attempt.number, "now": now()})
+    current = run_sql(con, "engine/attempt/select_attempt", key).fetchone()
+    if current is None or int(current[0]) != attempt.number:
+        raise Superseded(
+            f"part {attempt.part} of {identity.kind} run {identity.run_name}: attempt {attempt.number} was superseded"
+            f" by attempt {current[0] if current else '(none)'} (its host was taken for lost); nothing more of it is"
+            " committed"
+        )
 
 
 def _dedupe_requests(con: Any) -> None:

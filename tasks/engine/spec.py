@@ -148,8 +148,18 @@ class RetryingPlan(Protocol):
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One attempt at one part of a fanned-out run: its commits are accepted only while it is the part's current
+    attempt (sql/migrations/V580__run_attempts.sql)."""
+
+    part: str
+    number: int
+
+
+@dataclass(frozen=True)
 class RunIdentity:
-    """Which warehouse and which run a journal line belongs to (verified when shards are loaded)."""
+    """Which warehouse and which run a journal line belongs to (verified when shards are loaded); for a part of a
+    fanned-out run, also which attempt commits (an attempt superseded by a newer one commits nothing)."""
 
     warehouse_id: str
     kind: str
@@ -157,6 +167,7 @@ class RunIdentity:
     run_name: str
     model: str
     backend: str
+    attempt: Attempt | None = None
 
 
 @dataclass

@@ -8,6 +8,12 @@ through the engine on its own host's endpoint, journals shards in its own direct
 `lost_after_s` (its host died: nobody is left to report it; also when it died while its run was still Pending,
 taken by a worker but not yet begun), is started again, up to `max_attempts` times; the new
 child resumes from what was committed, as any judge run does. Then the parent gates and publishes the whole run.
+
+On a loaded machine beats come late and a flow run takes long to begin: the time allowed follows what the run's beats
+actually look like (`lost_allowance`: at least `lost_after_s`, else three times the longest gap between two beats,
+and for a part that never beat three times the longest start seen). A part taken for lost that was in fact alive
+cannot commit any more: each start of a part is its new current attempt (table run_attempts), and the engine
+refuses the commits of any other attempt of that part (tasks/engine/shards.py).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import contextlib
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, cast
 
@@ -28,13 +34,15 @@ from peras.periodic import periodically
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import connect, now, retrying
+from peras.warehouse import connect, now, retrying, transaction
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.spec import Plan, RunIdentity
+from tasks.engine.spec import Attempt, Plan, RunIdentity
 from tasks.engine.tasks import count_pending
 from tasks.judge.asking import Pairs
 
 BEAT_INTERVAL_S = 5.0
+SLACK = 3.0  # a part is lost after this many times the longest beat gap (or start) seen in the run
+NEVER_SEEN = 4.0  # before any part has beaten, a part that never beat is lost after this many times lost_after_s
 SPLITS = ("personality", "topic")
 
 
@@ -126,7 +134,12 @@ def run_parts(
 
     log = get_run_logger()
 
+    started: dict[str, Any] = {}  # flow run -> when this parent started it (naive UTC)
+
     def start(part: Part) -> None:
+        attempt = len(part.attempts) + 1
+        start_attempt(settings, run, part.name, attempt)  # from now on, only this attempt's commits are accepted
+        at = now()
         # Called from sync code, run_deployment returns the FlowRun itself, not a coroutine.
         child = cast(
             FlowRun,
@@ -136,16 +149,18 @@ def run_parts(
                 | {
                     "run_name": run.run_name,
                     "part": part.name,
+                    "attempt": attempt,
                     "personalities": part.personalities,
                     "topics": part.topics,
                 },
                 timeout=0,
-                flow_run_name=f"judge-part-{run.run_name}-{part.name}-a{len(part.attempts) + 1}",
+                flow_run_name=f"judge-part-{run.run_name}-{part.name}-a{attempt}",
                 tags=["peras", "stage:judge", f"part:{part.name}"],
             ),
         )
         part.attempts.append(str(child.id))
-        log.info("part %s: flow run %s (attempt %d)", part.name, child.id, len(part.attempts))
+        started[str(child.id)] = at
+        log.info("part %s: flow run %s (attempt %d)", part.name, child.id, attempt)
 
     def retry(part: Part, why: str) -> None:
         if len(part.attempts) >= max_attempts:
@@ -165,7 +180,8 @@ def run_parts(
     with get_client(sync_client=True) as client:
         while pending:
             time.sleep(poll_s)
-            beats = last_beats(settings, run)
+            beats = beat_records(settings, run)
+            allowance = lost_allowance(beats, started, lost_after_s)
             for part in list(pending):
                 flow_run = client.read_flow_run(part.attempts[-1])  # type: ignore[arg-type]
                 state = flow_run.state
@@ -175,14 +191,15 @@ def run_parts(
                     pending.remove(part)
                 elif state.is_final():
                     retry(part, f"ended {state.name}: {state.message or ''}".strip())
-                elif (state.is_running() or state.is_pending()) and is_lost(
-                    beats.get(part.attempts[-1]), state.timestamp, lost_after_s
-                ):
+                elif state.is_running() or state.is_pending():
                     # Pending: a worker took it and started its process; a host killed before the flow began
                     # leaves it Pending for ever, as one killed mid-part leaves it Running.
-                    message = f"no beat for {lost_after_s:.0f} s: its host is taken as lost"
-                    client.set_flow_run_state(part.attempts[-1], Crashed(message=message), force=True)
-                    retry(part, "was lost")
+                    beat = beats.get(part.attempts[-1])
+                    waited = allowance.gap_s if beat is not None else allowance.start_s
+                    if is_lost(beat.last if beat else None, state.timestamp, waited):
+                        message = f"no beat for {waited:.0f} s: its host is taken as lost"
+                        client.set_flow_run_state(part.attempts[-1], Crashed(message=message), force=True)
+                        retry(part, "was lost")
     return parts
 
 
@@ -192,10 +209,49 @@ def is_lost(last_beat: Any, state_since: Any, lost_after_s: float) -> bool:
     return bool(now() - since > timedelta(seconds=lost_after_s))
 
 
-def last_beats(settings: Settings, run: RunIdentity) -> dict[str, Any]:
-    """flow run id -> its last beat (naive UTC)."""
+@dataclass(frozen=True)
+class Beats:
+    """What one flow run's beats look like: its first and last beat (naive UTC), the longest gap between two."""
+
+    first: Any
+    last: Any
+    longest_gap_s: float
+
+
+@dataclass(frozen=True)
+class Allowance:
+    """How long a part may stay silent before its host is taken for lost: between beats, and before its first."""
+
+    gap_s: float
+    start_s: float
+
+
+def beat_records(settings: Settings, run: RunIdentity) -> dict[str, Beats]:
+    """flow run id -> its beats so far."""
     with connect(settings.warehouse, read_only=True) as con:
-        return dict(run_sql(con, "judge/select_part_beats", {"run_id": run.run_id}).fetchall())
+        found = run_sql(con, "judge/select_part_beats", {"run_id": run.run_id}).fetchall()
+    return {flow_run: Beats(first, last, float(gap or 0.0)) for flow_run, first, last, gap in found}
+
+
+def lost_allowance(beats: dict[str, Beats], started: dict[str, Any], lost_after_s: float) -> Allowance:
+    """The silence allowed, from what the run's beats look like: at least lost_after_s; SLACK times the longest gap
+    seen between two beats; before a part's first beat, SLACK times the longest start seen (from the parent starting
+    a flow run to its first beat), or NEVER_SEEN times lost_after_s while no part has beaten yet."""
+    gap = max((b.longest_gap_s for b in beats.values()), default=0.0)
+    starts = [(b.first - started[run]).total_seconds() for run, b in beats.items() if run in started]
+    start = SLACK * max(starts) if starts else NEVER_SEEN * lost_after_s
+    return Allowance(max(lost_after_s, SLACK * gap), max(lost_after_s, start))
+
+
+def start_attempt(settings: Settings, run: RunIdentity, part: str, attempt: int) -> None:
+    """Make `attempt` the part's current one: every earlier attempt's commits are refused from now on."""
+    values = {"kind": run.kind, "run_id": run.run_id, "part": part, "attempt": attempt, "now": now()}
+
+    def record() -> None:
+        with connect(settings.warehouse) as con, transaction(con):
+            run_sql(con, "engine/attempt/start_attempt", values)
+
+    retrying(record)  # on a lake, a commit of the old attempt may conflict with this write: then it is retried
 
 
 @contextlib.contextmanager
@@ -214,9 +270,15 @@ def beating(settings: Settings, run: RunIdentity, part: str) -> Iterator[None]:
         yield
 
 
-def part_settings(settings: Settings, part: str) -> Settings:
-    """A part journals in its own shard directory: two parts of one run on one host never load each other's files."""
-    return settings.model_copy(update={"shards_dir": settings.shards / "parts" / part})
+def part_settings(settings: Settings, part: str, attempt: int) -> Settings:
+    """An attempt at a part journals in its own shard directory: two parts of one run, or two attempts at one part
+    (an old one still alive), on one host never load or delete each other's files."""
+    return settings.model_copy(update={"shards_dir": settings.shards / "parts" / part / f"a{attempt}"})
+
+
+def part_identity(run: RunIdentity, part: str, attempt: int) -> RunIdentity:
+    """The run as this attempt commits it: its shard loads are refused once a newer attempt of the part started."""
+    return replace(run, attempt=Attempt(part, attempt))
 
 
 @task(cache_policy=NO_CACHE)

@@ -15,12 +15,14 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed, UsageError
+from peras.lake import is_lake
 from peras.llm.constraints import DIALECTS, FREE
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, require_collection, retrying, retrying_bounded
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
@@ -146,17 +148,26 @@ def register_run(
     config: JudgeConfig,
     methods: list[str],
     pool: str | None = None,
+    lease: bool = True,
 ) -> RunIdentity:
     """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters).
-    A run judging judge-run pools is named <collection>-runs-<model> unless named."""
+    A run judging judge-run pools is named <collection>-runs-<model> unless named. With `lease` the run's lease is
+    taken in the same write (tasks/engine/lease.py): a run another live process asks is refused, naming it; the
+    parts of a fanned-out run share their parent's run without it (each part's attempt is fenced instead)."""
     name = judge_run_name(run_name, collection_id, subset_name, pool, config.model)
     params = run_parameters(config, methods)
 
     def claim() -> RunIdentity:
         with open_migrated(settings.warehouse) as con:
             row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
+            if row is not None:
+                _, have_collection, _, have_model, have_params, _ = row
+                have = {"model": have_model} | json.loads(have_params)
+                check_same_run(name, collection_id, have_collection, have, params)
+            run_id = uuid.uuid4().hex[:16] if row is None else row[0]
+            if lease:
+                take_lease(con, "judge", "judge run", name, run_id)
             if row is None:
-                run_id = uuid.uuid4().hex[:16]
                 run_sql(
                     con,
                     "judge/insert_run",
@@ -171,12 +182,12 @@ def register_run(
                         "created_at": now(),
                     },
                 )
-                return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
-        run_id, have_collection, _, have_model, have_params, _ = row
-        check_same_run(name, collection_id, have_collection, {"model": have_model} | json.loads(have_params), params)
         return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
 
-    return retrying(claim)
+    run = retrying(claim)
+    if lease and is_lake(settings.warehouse):  # two claims may have committed at once there
+        check_lease(settings.warehouse, "judge", "judge run", name, run.run_id)
+    return run
 
 
 def check_same_run(
