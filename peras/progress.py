@@ -11,6 +11,7 @@ check; the flow log still gets the stage lines.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import threading
@@ -149,6 +150,8 @@ class CountingClient:
         self._counts.request_sent()
         try:
             result = await self._client.chat(*args, **kwargs)
+        except asyncio.CancelledError:  # stopped (a signal, a sibling's failure): not a failed request
+            raise
         except BaseException:
             self._counts.request_failed()
             raise

@@ -182,3 +182,16 @@ def test_unknown_missing_topics_convention_is_a_usage_error():
     runs, qrels = frames({"partial": PARTIAL})
     with pytest.raises(UsageError, match="missing topics 'none': use skip or zero"):
         score_systems(runs, qrels, ["nDCG@10"], "none")
+
+
+def test_a_run_without_judgments_says_so_instead_of_listing_nothing_to_pick():
+    """Issue 36 item 17: `holes`/`evaluate` on an empty judge run said 'pick one of:' with nothing listed."""
+    import polars as pl
+
+    from peras.errors import UsageError
+    from tasks.evaluate.tasks import choose_group
+
+    empty = pl.DataFrame(schema={"cot": pl.Boolean, "confidence_method": pl.String})
+    with pytest.raises(UsageError) as refused:
+        choose_group("empty", empty, None, None)
+    assert str(refused.value) == "judge run 'empty' holds no judgments: there is nothing to evaluate"

@@ -205,11 +205,32 @@ def test_passages_without_text_are_reported_by_line_and_not_judged(sample):
 @pytest.mark.integration
 def test_a_query_the_collection_lacks_is_reported(sample, tmp_path):
     run = tmp_path / "run.txt"
-    run.write_text("s1 Q0 e1 1 2.0 sys\nzz Q0 e1 1 2.0 sys\n")
+    run.write_text("s1 Q0 e1 1 2.0 sys\nzz Q0 e1 1 2.0 sys\ns1 Q0 a1 2 1.0 sys\n")  # a1: s2's passage
     with FakeOpenAI(instant) as server:
         result = judge(sample, server, run, depth=10, corpus=None)
-    assert (result["n_labelled"], result["n_unknown_query"], result["n_pooled"]) == (1, 1, 0)
+    assert (result["n_labelled"], result["n_unknown_query"], result["n_pooled"]) == (1, 1, 1)
     assert result["examples"] == [f"{run}:2: query zz passage e1: the collection has no such query"]
+
+
+def test_runs_with_nothing_to_judge_say_why_and_make_no_run(sample, tmp_path, capsys):
+    """Issue 36 item 17: only unknown queries (or labelled pairs) published an empty judge run, on which `holes`
+    then said 'pick one of:' with nothing listed. Now one line says why there is nothing to judge; no run, no pool."""
+    run = tmp_path / "run.txt"
+    run.write_text("s1 Q0 e1 1 2.0 sys\nzz Q0 e1 1 2.0 sys\n")
+    with FakeOpenAI(instant) as server:
+        result = run_cli(
+            capsys, "judge-run", str(run), "--collection", "sample", "--depth", "10", "--warehouse",
+            str(sample.warehouse), "--base-url", server.base_url, "--model", "fake-model", "--personality", "default",
+            "--cot", "without",
+        )  # fmt: skip
+        assert server.chat_requests == []
+    assert (result.exit_code, result.out) == (2, "")
+    assert result.err == (
+        "error: nothing to judge: of the runs' 2 top-K pairs, 1 have human labels, 1 name a query the collection lacks"
+        f" (first: {run}:2: query zz passage e1: the collection has no such query); no run was made\n"
+    )
+    assert rows(sample, "select count(*) from judge_runs") == [(0,)]
+    assert rows(sample, "select count(*) from pool_pairs") == [(0,)]
 
 
 @pytest.mark.integration

@@ -74,6 +74,8 @@ def load_run_labels(settings: Settings, run_name: str, cot: bool | None, method:
 
 def choose_group(run_name: str, groups: pl.DataFrame, cot: bool | None, method: str | None) -> tuple[bool, str]:
     """The (CoT, method) group asked for, or the run's only one; otherwise say which to pick."""
+    if groups.is_empty():
+        raise UsageError(f"judge run {run_name!r} holds no judgments: there is nothing to evaluate")
     chosen = groups
     if cot is not None:
         chosen = chosen.filter(pl.col("cot") == cot)

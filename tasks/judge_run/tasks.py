@@ -91,6 +91,22 @@ def missing_examples(missing: pl.DataFrame) -> list[str]:
     ]
 
 
+def nothing_to_judge(n_top: int, n_labelled: int, missing: pl.DataFrame) -> UsageError:
+    """No top-K pair is both unlabelled and judgeable: say why, instead of publishing an empty run."""
+    unknown = missing.filter(~pl.col("has_query")).height
+    reasons = [f"{n_labelled:,} have human labels"]
+    if unknown:
+        reasons.append(f"{unknown:,} name a query the collection lacks")
+    if missing.height - unknown:
+        reasons.append(f"{missing.height - unknown:,} have no passage text (give --corpus)")
+    examples = "; ".join(missing_examples(missing)[:3])
+    return UsageError(
+        f"nothing to judge: of the runs' {n_top:,} top-K pairs, {', '.join(reasons)}"
+        + (f" (first: {examples})" if examples else "")
+        + "; no run was made"
+    )
+
+
 def classify_pairs(settings: Settings, collection_id: str, top: pl.DataFrame) -> pl.DataFrame:
     """Each top-K pair with is_labelled, has_query, in_passages, in_pool_passages (sql/judge_run)."""
     with open_migrated(settings.warehouse) as con:
@@ -111,6 +127,8 @@ def pool_unlabelled_pairs(
     unlabelled = status.filter(~pl.col("is_labelled"))
     pooled = unlabelled.filter(pl.col("has_query") & has_text)
     missing = unlabelled.filter(~(pl.col("has_query") & has_text))
+    if pooled.is_empty():
+        raise nothing_to_judge(top.height, int(status["is_labelled"].sum()), missing)
     pool_id = pool_id_of(collection_id, pooled)
     used = sorted(set(pooled["doc_id"]) & set(texts))
     corpus_texts = pl.DataFrame({"doc_id": used, "text": [texts[d] for d in used]}, schema=TEXT_SCHEMA)
