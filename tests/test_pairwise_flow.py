@@ -285,3 +285,26 @@ def test_logp_and_mp_as_the_overconfidence_study_ran_them_then_a_rerun_sends_not
         "select distinct r.params->>'seed' from pairwise_answers a join llm_requests r using (request_id)"
         " where a.prompt = 'mp'",
     ) == [("0",)]
+
+
+def test_logp_without_its_options_and_mp_without_a_readable_sample_are_failures_with_reasons(sample, capsys):
+    def respond(request: dict) -> str | Reply:
+        if request.get("logprobs"):  # read, but neither letter among the log-probabilities
+            return Reply(choice_json("a"), logprobs=[json_tokens("a", {"x": 0.9})])
+        return "I cannot choose."
+
+    args = ("--prompt", "logp", "--prompt", "mp", "--personality", "default", "--pairs-per-topic", "1")
+    with FakeOpenAI(respond) as server:
+        result = pairwise_cli(capsys, sample.warehouse, server, *args)
+        # 5 ties x 2 orders: LogP once each; MP 10 samples, each asked 5 times (4 regenerations)
+        assert len(server.chat_requests) == 10 + 10 * 10 * 5
+    assert result.exit_code != 0
+    assert "[failure_share] default logp: 10 of 10 answers failed" in result.err
+    assert "[failure_share] default mp: 10 of 10 answers failed" in result.err
+    assert rows(
+        sample.warehouse,
+        "select prompt, status, reason, choice, confidence, count(*) from pairwise_answers group by all order by all",
+    ) == [
+        ("logp", "logprob_failure", "logprob: no option token", None, None, 10),
+        ("mp", "parse_failure", "no readable sample of 10: no JSON object", None, None, 10),
+    ]

@@ -120,24 +120,26 @@ class PairwiseStage(PassageStage[PairwiseConfig]):
     async def _by_majority(self, spec: Ask, ask: AskFn) -> dict[str, Any]:
         """MP: mp_samples answers (tasks/engine/stages.py ask_samples); the choice most of them made, its share of
         the samples x 100 as the confidence; a tie goes to the choice of the earlier sample. request_id is the first
-        sample that chose it (every sample is in llm_requests: the same prompt, sample_index 0-9)."""
+        sample that chose it (every sample is in llm_requests: the same messages, seeds 0-9)."""
         try:
             answers = await ask_samples(ask, spec, self.config.mp_samples)
         except RequestRejected as exc:
-            return dict.fromkeys(COLUMNS) | {"request_id": exc.request_id, "status": "error", "reason": str(exc)[:500]}
+            refused = {"request_id": exc.request_id, "status": "error", "reason": str(exc)[:500]}
+            return dict.fromkeys(COLUMNS) | refused
         votes = [str(a.parsed.value) for a in answers if a.ok]
         voted = majority(votes, len(answers), tie_break=lambda choice: -votes.index(choice))
         if voted is None:
             reason = f"no readable sample of {len(answers)}: {answers[0].reason}"
-            return (
-                dict.fromkeys(COLUMNS)
-                | {"request_id": answers[0].request_id, "status": "parse_failure"}
-                | {"reason": reason}
-            )
+            failed = {"request_id": answers[0].request_id, "status": "parse_failure", "reason": reason}
+            return dict.fromkeys(COLUMNS) | failed
         choice, confidence = voted
         first = next(a for a in answers if a.ok and a.parsed.value == choice)
-        return {"choice": choice, "confidence": confidence, "request_id": first.request_id, "status": "ok"} | {
-            "reason": None
+        return {
+            "choice": choice,
+            "confidence": confidence,
+            "request_id": first.request_id,
+            "status": "ok",
+            "reason": None,
         }
 
 
@@ -155,8 +157,5 @@ def read_logp(answer: Answer) -> dict[str, Any]:
         return read_verdict(answer)
     scores = option_logprobs(answer.logprobs, answer.parsed.value)
     if scores.p_chosen is None:
-        return {"choice": None, "confidence": None} | {
-            "status": "logprob_failure",
-            "reason": f"logprob: {scores.reason}",
-        }
+        return {"choice": None, "confidence": None, "status": "logprob_failure", "reason": f"logprob: {scores.reason}"}
     return {"choice": answer.parsed.value, "confidence": 100.0 * scores.p_chosen}
