@@ -1,7 +1,7 @@
 """Pairwise flow: which of two judged passages is more relevant, asked in both orders under each personality.
 
 Pairs are drawn from the qrels per topic, stratified over grade differences (0 = a tie, 1, 2, 3), from a seed;
-every pair is asked in both orders with each chosen prompt (certainty, tie, self). See docs/pairwise.md.
+every pair is asked in both orders with each chosen prompt (certainty, tie, self, logp, mp). See docs/pairwise.md.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def pairwise(
 ) -> dict[str, Any]:
     """Ask every drawn pair x order x personality x prompt; gate, publish.
 
-    prompts: 'certainty' (default), 'tie', 'self'. personality_set: ask under a stored set's personas (NAME,
-    NAME@VERSION, builtin) instead of the built-in and PERAS_PERSONALITIES_DIR ones, as judge does. A run keeps its
+    prompts: 'certainty' (default), 'tie', 'self', 'logp', 'mp' (the last two: the overconfidence study's MP and
+    LogP template, its confidence from the log-probabilities or from 10 samples). personality_set: ask under a
+    stored set's personas (NAME, NAME@VERSION, builtin) instead of the built-in and PERAS_PERSONALITIES_DIR ones, as
+    judge does. A run keeps its
     collection, subset, model, seed and request parameters; calling it again with more pairs per topic,
     personalities or prompts extends it. Stored answers are reused: a rerun sends nothing.
     """

@@ -190,10 +190,10 @@ def build_item_messages(personality: Personality, statement: str) -> list[dict[s
 def build_pairwise_messages(
     personality: Personality, name: str, query: str, passage_a: str, passage_b: str
 ) -> list[dict[str, str]]:
-    """A pairwise request (pairwise_certainty, pairwise_tie or the SC template self_pairwise): the query as the
-    question, the passages as answers A and B, laid out as judging is."""
+    """A pairwise request (pairwise_certainty, pairwise_tie, or the overconfidence study's templates self_pairwise
+    and mp_logp_pairwise): the query as the question, the passages as answers A and B, laid out as judging is."""
     template = _prompt(name)
-    if name == "self_pairwise":
+    if name in ("self_pairwise", "mp_logp_pairwise"):
         return _messages(personality, template.render(question=query, answer_a=passage_a, answer_b=passage_b))
     return _messages(personality, template.render(question=query, asst_A=passage_a, asst_B=passage_b))
 

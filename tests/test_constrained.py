@@ -130,6 +130,12 @@ ALLOWED = [
         lambda t: PARSERS["self_pairwise"](t).value,
         "B",
     ),
+    (
+        "mp_logp_pairwise",
+        '{"selected_output": "Output (a)", "explanation": "x"}',
+        lambda t: PARSERS["mp_logp_pairwise"](t).value,
+        "A",
+    ),
 ]
 
 
@@ -150,6 +156,7 @@ def test_an_answer_the_constraint_allows_reads_with_the_prompts_parser(prompt, t
         ("pairwise_certainty", "A]] [[99]] [[A]]"),  # a third bracketed value
         ("certainty_nocot", "[[4]] [[50]]"),
         ("bfi2_item", "6"),
+        ("mp_logp_pairwise", '{"selected_output": "Output (a)", "confidence_score": 80, "explanation": "x"}'),
     ],
 )
 def test_what_the_parsers_refuse_the_constraint_does_not_allow(prompt, text):
@@ -161,7 +168,7 @@ def test_the_batch_answer_the_constraint_builds_reads():
 
 
 def test_every_prompt_that_asks_for_a_fixed_format_has_a_shape():
-    free_text = {"persona_keywords", "persona_instruction", "mp_logp_pairwise", "batch_umbrela"}
+    free_text = {"persona_keywords", "persona_instruction", "batch_umbrela"}
     for name in sorted(set(PROMPT_NAMES) - free_text):
         assert answer_shape(name).name == name
     assert answer_shape("fuser").kind == "json"

@@ -88,10 +88,11 @@ def test_balanced_subsets_are_deterministic_and_sized(settings):
         where subset_name = 'balanced' group by 1 order by 1""",
     )
     assert per_level == [("dl19", 2624, 921, 1089, 634), ("dl20", 3271, 959, 635, 450), ("dl21", 1164, 1207, 982, 916)]
-    # Issue 32: DL19's and DL20's `published` subsets reproduce Table 4 exactly (DL21's search found none yet).
+    # Issue 32: DL19's, DL20's and DL21's `published` subsets reproduce Table 4 exactly.
     assert rows(settings, "select collection_id from subsets where subset_name = 'published' order by 1") == [
         ("dl19",),
         ("dl20",),
+        ("dl21",),
     ]
     levels = rows(
         settings,

@@ -4,6 +4,7 @@ study's sampling, failures regenerated, a rerun sends nothing, a run keeps its p
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -12,7 +13,7 @@ import duckdb
 import pytest
 
 from peras.paths import PROJECT_ROOT
-from support.fake_openai import FakeOpenAI
+from support.fake_openai import FakeOpenAI, Reply
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.integration
@@ -36,24 +37,32 @@ GRADES = sample_grades()
 
 
 def shown(content: str) -> tuple[str, int, int]:
-    """(prompt, grade of passage A, grade of passage B) of a pairwise request."""
+    """(prompt, grade of passage A, grade of passage B) of a pairwise request ('mp_logp': the 'logp' and 'mp'
+    prompts' template)."""
     if '"selected_output"' in content:
         found = dict(OUTPUT.findall(content))
-        return "self", GRADES[found["a"]], GRADES[found["b"]]
+        prompt = "self" if '"confidence_score": number' in content else "mp_logp"
+        return prompt, GRADES[found["a"]], GRADES[found["b"]]
     found = dict(PASSAGE.findall(content))
     return ("tie" if "[[C]]" in content else "certainty"), GRADES[found["A"]], GRADES[found["B"]]
 
 
 def answer(prompt: str, choice: str, confidence: int) -> str:
     """The answer a model continuing the prompt would write."""
+    if prompt == "mp_logp":
+        return choice_json(choice.lower())
     if prompt == "self":
         return json.dumps({"selected_output": f"Output ({choice.lower()})", "confidence_score": confidence})
     return f"{choice}]]" if prompt == "tie" else f"{choice}]] I am sure: [[{confidence}]]"
 
 
-def truthful(request: dict) -> str:
-    """The more relevant passage (a tie when equal, or A where no tie is offered), certainty 90 (60 on ties)."""
+def truthful(request: dict) -> str | Reply:
+    """The more relevant passage (a tie when equal, or A where no tie is offered), certainty 90 (60 on ties); LogP
+    requests get their answer's log-probabilities (0.9 for the letter chosen)."""
     prompt, grade_a, grade_b = shown(request["messages"][-1]["content"])
+    if request.get("logprobs"):
+        letter = "b" if grade_b > grade_a else "a"
+        return Reply(choice_json(letter), logprobs=[json_tokens(letter, {letter: 0.9, "ab".replace(letter, ""): 0.1})])
     if grade_a == grade_b:
         return answer(prompt, "C" if prompt == "tie" else "A", 60)
     return answer(prompt, "A" if grade_a > grade_b else "B", 90)
@@ -87,20 +96,26 @@ def test_every_pair_in_both_orders_every_prompt_then_a_rerun_sends_nothing(sampl
         args = ("--prompt", "all", "--personality", "default", "--personality", "HA", "--pairs-per-topic", "4")
         result = pairwise_cli(capsys, sample.warehouse, server, *args)
         assert result.exit_code == 0, result.err
-        # 5 topics x 4 pairs x 2 orders x 3 prompts x 2 personalities
-        assert len(server.chat_requests) == 240
-        assert "20 pairs, 240 answers (240 new; 240 requests sent, 0 reused), 0 failed" in result.out
+        # 5 topics x 4 pairs x 2 orders x 5 prompts x 2 personalities; 'mp' sends 10 requests per answer
+        assert len(server.chat_requests) == 80 * 4 + 80 * 10
+        assert "20 pairs, 400 answers (400 new; 1,120 requests sent, 0 reused), 0 failed" in result.out
         bodies = [r.body for r in server.chat_requests]
         sampling = Counter(
-            (shown(b["messages"][0]["content"])[0], b["temperature"], b.get("top_p"), b.get("seed")) for b in bodies
+            (shown(b["messages"][0]["content"])[0], b["temperature"], b.get("top_p"), b.get("seed"), "logprobs" in b)
+            for b in bodies
         )
-        assert sampling == {("certainty", 0.7, 0.95, 0): 80, ("tie", 0.7, 0.95, 0): 80, ("self", 0, 1, 0): 80}
+        assert sampling == {
+            ("certainty", 0.7, 0.95, 0, False): 80,
+            ("tie", 0.7, 0.95, 0, False): 80,
+            ("self", 0, 1, 0, False): 80,
+            ("mp_logp", 0, 1, 0, True): 80,  # logp
+        } | {("mp_logp", 0.7, 1, seed, False): 80 for seed in range(10)}  # mp
         personality = rows(sample.warehouse, "select instruction from personalities where personality = 'HA'")[0][0]
-        assert sum(b["messages"][0]["content"].startswith(personality + "\n\n") for b in bodies) == 120
+        assert sum(b["messages"][0]["content"].startswith(personality + "\n\n") for b in bodies) == 560
 
         again = pairwise_cli(capsys, sample.warehouse, server, *args)
         assert again.exit_code == 0, again.err
-        assert len(server.chat_requests) == 240  # nothing sent
+        assert len(server.chat_requests) == 1120  # nothing sent
         assert "(0 new; 0 requests sent, 0 reused)" in again.out
 
     stored = rows(
@@ -108,7 +123,7 @@ def test_every_pair_in_both_orders_every_prompt_then_a_rerun_sends_nothing(sampl
         "select query_id, doc_1, doc_2, personality, prompt, list(position order by position), count(*) "
         "from pairwise_answers group by all",
     )
-    assert len(stored) == 5 * 4 * 3 * 2 and all(r[5] == ["AB", "BA"] for r in stored)
+    assert len(stored) == 5 * 4 * 5 * 2 and all(r[5] == ["AB", "BA"] for r in stored)
     strata = rows(sample.warehouse, "select distinct abs(relevance_1 - relevance_2) from pairwise_answers")
     assert sorted(strata) == [(0,), (1,), (2,), (3,)]
     assert rows(sample.warehouse, "select status, count(*) from pairwise_runs group by all") == [("published", 1)]
@@ -154,3 +169,142 @@ def test_unknown_collection_is_one_clear_line(settings, capsys):
         result = pairwise_cli(capsys, settings.warehouse, server)
     assert result.exit_code != 0
     assert "collection 'sample' is not in the warehouse: run `peras ingest sample`" in result.err
+
+
+# The overconfidence study's MP and LogP prompt (its appendix A.3) as its section 3.1 runs it: LogP once at
+# temperature 0 with the log-probabilities, MP by 10 answers at temperature 0.7.
+def choice_json(letter: str) -> str:
+    return json.dumps({"selected_output": f"Output ({letter})", "explanation": "x"})
+
+
+def json_tokens(letter: str, top: dict[str, float]) -> list[dict]:
+    """The answer's tokens as a server returns them: the letter after "Output (" is its own token, with `top`
+    (token -> probability) as its top log-probabilities."""
+    pieces = [
+        '{"',
+        "selected",
+        "_output",
+        '":',
+        ' "',
+        "Output",
+        " (",
+        letter,
+        ')",',
+        ' "',
+        "explanation",
+        '":',
+        ' "x"}',
+    ]
+    assert "".join(pieces) == choice_json(letter)
+    return [
+        {
+            "token": piece,
+            "logprob": -0.01,
+            "top_logprobs": [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in top.items()]
+            if piece == letter
+            else [],
+        }
+        for piece in pieces
+    ]
+
+
+def mp_logp_grades(request: dict) -> tuple[int, int]:
+    """Grades of the passages shown as Output (a) and Output (b)."""
+    found = dict(OUTPUT.findall(request["messages"][-1]["content"]))
+    return GRADES[found["a"]], GRADES[found["b"]]
+
+
+def logp_and_mp(request: dict) -> str | Reply:
+    grade_a, grade_b = mp_logp_grades(request)
+    if request.get("logprobs"):  # LogP: the better passage (a on ties), with hand-set option probabilities
+        if grade_a >= grade_b:  # p(a) = 0.6 / (0.6 + 0.2) = 0.75; "(" is no option
+            return Reply(choice_json("a"), logprobs=[json_tokens("a", {"a": 0.6, "b": 0.2, "(": 0.1})])
+        return Reply(choice_json("b"), logprobs=[json_tokens("b", {"b": 0.9, "a": 0.05})])  # 0.9 / 0.95
+    seed = request["seed"] % 1000  # MP: sample i is sent with seed i, its regenerations with i + 1000 k
+    if grade_a == grade_b:  # a tie: samples 0-4 choose b, 5-9 a: 5 to 5, the earlier sample's b wins
+        return choice_json("b" if seed < 5 else "a")
+    if seed == 9:  # never readable, even regenerated: it chooses nothing and still counts among the 10
+        return "I cannot choose."
+    better, worse = ("a", "b") if grade_a > grade_b else ("b", "a")
+    return choice_json(better if seed < 6 else worse)  # 6 of 10 for the better passage
+
+
+def test_logp_and_mp_as_the_overconfidence_study_ran_them_then_a_rerun_sends_nothing(sample, capsys):
+    args = ("--prompt", "logp", "--prompt", "mp", "--personality", "default", "--pairs-per-topic", "2")
+    with FakeOpenAI(logp_and_mp) as server:
+        result = pairwise_cli(capsys, sample.warehouse, server, *args)
+        assert result.exit_code == 0, result.err
+        bodies = [r.body for r in server.chat_requests]
+        # 5 topics x 2 pairs (a tie, one a grade apart) x 2 orders: 20 LogP requests; MP 10 samples each, and the
+        # unreadable sample 9 of the 10 answers on pairs graded apart regenerated 4 times
+        assert len(bodies) == 20 + 20 * 10 + 10 * 4
+        assert "10 pairs, 40 answers (40 new; 260 requests sent, 0 reused), 0 failed" in result.out
+        again = pairwise_cli(capsys, sample.warehouse, server, *args)
+        assert again.exit_code == 0, again.err
+        assert len(server.chat_requests) == 260  # nothing sent
+        assert "(0 new; 0 requests sent, 0 reused)" in again.out
+
+    logp = [b for b in bodies if b.get("logprobs")]
+    assert {(b["temperature"], b["top_p"], b["seed"], b["top_logprobs"]) for b in logp} == {(0, 1, 0, 20)}
+    mp = [b for b in bodies if not b.get("logprobs")]
+    assert {(b["temperature"], b["top_p"]) for b in mp} == {(0.7, 1)}
+    assert Counter(b["seed"] for b in mp) == {i: 20 for i in range(10)} | {9 + 1000 * k: 10 for k in (1, 2, 3, 4)}
+    assert all(b["messages"][-1]["content"].startswith("You are a helpful assistant") for b in bodies)
+
+    confidences = rows(
+        sample.warehouse,
+        "select prompt, relevance_1 = relevance_2, choice, round(confidence, 9), count(*) from pairwise_answers"
+        " where status = 'ok' group by all order by all",
+    )
+    assert confidences == [
+        ("logp", False, "A", 75.0, 5),  # the better passage shown as Output (a)
+        ("logp", False, "B", round(100 * 0.9 / 0.95, 9), 5),
+        ("logp", True, "A", 75.0, 10),
+        ("mp", False, "A", 60.0, 5),  # 6 of 10 samples: the unreadable one counts
+        ("mp", False, "B", 60.0, 5),
+        ("mp", True, "B", 50.0, 10),  # 5 to 5: sample 0's choice
+    ]
+    accuracy = rows(
+        sample.warehouse,
+        "select prompt, n_answers, n_failures, n_no_ties, accuracy_no_ties, accuracy_ties, share_a, consistency,"
+        " n_high, accuracy_high, n_low, accuracy_low from pairwise_accuracy order by prompt",
+    )
+    assert accuracy == [
+        ("logp", 20, 0, 10, 1.0, 0.5, 0.75, 0.5, 5, 1.0, 5, 1.0),
+        ("mp", 20, 0, 10, 1.0, 0.5, 0.25, 0.5, 0, None, 10, 1.0),
+    ]
+    # the calibration macros score them as any confidence: Brier over the 10 pairs graded apart, all right
+    brier = rows(sample.warehouse, "select confidence_method, brier from pairwise_calibration order by all")
+    assert [(m, round(b, 12)) for m, b in brier] == [
+        ("logp", round((5 * 0.25**2 + 5 * (1 - 0.9 / 0.95) ** 2) / 10, 12)),
+        ("mp", round(0.4**2, 12)),
+    ]
+    # an MP answer names the first sample that chose its verdict
+    assert rows(
+        sample.warehouse,
+        "select distinct r.params->>'seed' from pairwise_answers a join llm_requests r using (request_id)"
+        " where a.prompt = 'mp'",
+    ) == [("0",)]
+
+
+def test_logp_without_its_options_and_mp_without_a_readable_sample_are_failures_with_reasons(sample, capsys):
+    def respond(request: dict) -> str | Reply:
+        if request.get("logprobs"):  # read, but neither letter among the log-probabilities
+            return Reply(choice_json("a"), logprobs=[json_tokens("a", {"x": 0.9})])
+        return "I cannot choose."
+
+    args = ("--prompt", "logp", "--prompt", "mp", "--personality", "default", "--pairs-per-topic", "1")
+    with FakeOpenAI(respond) as server:
+        result = pairwise_cli(capsys, sample.warehouse, server, *args)
+        # 5 ties x 2 orders: LogP once each; MP 10 samples, each asked 5 times (4 regenerations)
+        assert len(server.chat_requests) == 10 + 10 * 10 * 5
+    assert result.exit_code != 0
+    assert "[failure_share] default logp: 10 of 10 answers failed" in result.err
+    assert "[failure_share] default mp: 10 of 10 answers failed" in result.err
+    assert rows(
+        sample.warehouse,
+        "select prompt, status, reason, choice, confidence, count(*) from pairwise_answers group by all order by all",
+    ) == [
+        ("logp", "logprob_failure", "logprob: no option token", None, None, 10),
+        ("mp", "parse_failure", "no readable sample of 10: no JSON object", None, None, 10),
+    ]

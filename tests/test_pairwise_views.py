@@ -133,8 +133,10 @@ def expected_calibration(rows: list[dict]) -> dict[str, float]:
 
 def test_views_match_numpy_and_a_position_bias_shows(sample, capsys):
     with FakeOpenAI(either) as server:
+        # the three one-request prompts (LogP and MP in the views: tests/test_pairwise_flow.py)
+        prompts = ("--prompt", "certainty", "--prompt", "tie", "--prompt", "self")
         judged = pairwise_cli(
-            capsys, sample.warehouse, server, "--prompt", "all", "--personality", "default", "--pairs-per-topic", "12"
+            capsys, sample.warehouse, server, *prompts, "--personality", "default", "--pairs-per-topic", "12"
         )
         assert judged.exit_code == 0, judged.err
         rows = records(server)

@@ -57,8 +57,9 @@ def test_the_preset_ships_those_topics_and_counts():
     assert set(spec["published_topics"]) == {f"q{n}" for n in (3, 5, 6, 7, 8, 10, 11, 12, 17, 18, 23, 24)} | {
         f"q{n}" for n in (26, 27, 28, 29, 39, 40, 41, 44, 47)
     }
-    # LLMJudge's is the only subset with its counts; DL19's one of three, DL20's one of 76,675 (chosen by the rule).
-    assert [name for name, s in presets().items() if "published_topics" in s] == ["dl19", "dl20", "llmjudge"]
+    # LLMJudge's is the only subset with its counts; DL19's one of three, DL20's one of 76,675 (chosen by the rule),
+    # DL21's one of 24,130 (the first the search found).
+    assert [name for name, s in presets().items() if "published_topics" in s] == ["dl19", "dl20", "dl21", "llmjudge"]
 
 
 # The three DL19 subsets of 22 topics with Table 4's 2,314 / 707 / 760 / 360 (scripts/search_published_subsets.py
@@ -75,7 +76,12 @@ DL19_EXACT = [
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    ("collection", "path"), [("dl19", "dl19/2019qrels-pass.txt"), ("dl20", "dl20/2020qrels-pass.txt")]
+    ("collection", "path"),
+    [
+        ("dl19", "dl19/2019qrels-pass.txt"),
+        ("dl20", "dl20/2020qrels-pass.txt"),
+        ("dl21", "dl21/2021.qrels.pass.final.txt"),
+    ],
 )
 def test_shipped_published_subsets_give_table_4_exactly(shared_data, collection, path):
     # Topic count and pairs at every level, on the real qrels (ingest checks the levels again on every load).
@@ -117,7 +123,7 @@ def test_dl19_published_is_table_4_and_the_choice_rule_picks_it(shared_data):
         ("llmjudge", "published"),  # Experiment 1, the study's own topics
         ("dl19", "published"),  # Experiment 1, one of the three subsets with Table 4's counts
         ("dl20", "published"),  # Experiment 1, one of 76,675 subsets with Table 4's counts
-        ("dl21", "balanced"),  # Experiment 2, idem
+        ("dl21", "published"),  # Experiment 2, one of 24,130 subsets with Table 4's counts
         ("sample", None),  # judged whole, as before
         ("mycollection", None),  # user files: judged whole
     ],

@@ -126,7 +126,7 @@ def spread_line(result: dict[str, Any]) -> str:
 @click.option(
     "--subset",
     help="Topic subset (e.g. published, balanced, dev, test) [the study's: published for llmjudge, "
-    "balanced for dl19, dl20, dl21; the whole collection otherwise].",
+    "dl19, dl20, dl21; the whole collection otherwise].",
 )
 @click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
 @click.option("--limit-pairs", type=bounded(1), help="Judge only the first N pairs (a quick look).")

@@ -24,8 +24,8 @@ from tasks.ingest.sources import default_subset
     "--prompt",
     "prompts",
     multiple=True,
-    type=click.Choice(["certainty", "tie", "self", "all"]),
-    help="Prompt (repeatable; 'all': every prompt on the same pairs) [certainty].",
+    type=click.Choice(["certainty", "tie", "self", "logp", "mp", "all"]),
+    help="Prompt (repeatable; 'all': every prompt on the same pairs; 'mp' sends 10 requests per answer) [certainty].",
 )
 @click.option(
     "--pairs-per-topic",
@@ -67,13 +67,16 @@ def pairwise(
 
     Pairs are drawn per topic from the qrels, stratified over grade differences (0 = a tie); each is asked in both
     orders (A/B and B/A), so position bias shows. Prompts: certainty ([[A]]/[[B]] and a 1-100 certainty), tie
-    ([[A]]/[[B]]/[[C]]), self (the SC template's JSON with a 0-100 confidence). See docs/pairwise.md.
+    ([[A]]/[[B]]/[[C]]), self (the SC template's JSON with a 0-100 confidence), logp and mp (the MP and LogP
+    template's JSON choice; confidence from the two options' log-probabilities, or the share of 10 answers sampled
+    at temperature 0.7 that agree with the majority). See docs/pairwise.md.
 
     \b
     Examples:
         peras pairwise sample --pairs-per-topic 2 --personality default
         peras pairwise dl19 --prompt all --base-url http://gpu:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct
         peras pairwise llmjudge --subset test --prompt tie --personality HA --run-name llmjudge-tie-HA
+        peras pairwise dl19 --prompt logp --prompt mp --base-url http://gpu:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
         peras pairwise sample --personality-set mine    # a set built with `peras personas build mine`
     """
     if subset is not None and all_topics:
@@ -85,7 +88,7 @@ def pairwise(
     preflight.endpoint(settings)
     from flows.pairwise import pairwise as pairwise_flow  # Prefect: loaded once the checks above passed
 
-    chosen = ["certainty", "tie", "self"] if "all" in prompts else list(prompts) or None
+    chosen = ["certainty", "tie", "self", "logp", "mp"] if "all" in prompts else list(prompts) or None
     summary = run_flow(
         pairwise_flow,
         tags=run_tags("pairwise", collection, subset, **endpoint_tags(settings, backend)),

@@ -15,14 +15,22 @@ even when they agree: the study's format has one).
 `self_pairwise` (the SC template's JSON): exactly one JSON object with a "selected_output" key (two that disagree:
 'ambiguous'); its value "Output (a)" or "Output (b)" (exactly, as the template shows); "confidence_score" a JSON
 number 0-100 (a string such as "85%": failure). Reasoning blocks (`<think>...</think>`) are dropped first.
+
+`mp_logp_pairwise` (the MP and LogP template, the SC one without a confidence): the same "selected_output" rule;
+no confidence is read from the text (a "confidence_score" the model adds anyway is ignored). LogP's confidence
+comes from the answer's log-probabilities (`option_logprobs`), MP's from the votes of its samples.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
 
 from peras.llm.joint_parsing import _json_objects, _strip_reasoning
+from peras.llm.parsing import OptionDistribution, option_distribution
 
 _DOUBLE_BRACKETS = re.compile(r"\[\[\s*([^\[\]]*?)\s*\]\]")
 _PRIMED_OPENING = re.compile(r"\s*[^\[\]\s]{1,20}\s*\]\]")  # 'A]]': the continuation of the prompt's "[["
@@ -77,6 +85,78 @@ def parse_tie_verdict(text: str | None) -> Verdict:
 
 def parse_self_verdict(text: str | None) -> Verdict:
     """The "selected_output" and "confidence_score" of the answer's JSON object (rule in the module doc)."""
+    found = _selected(text)
+    if isinstance(found, Verdict):
+        return found
+    choice, answer = found
+    if "confidence_score" not in answer:
+        return _fail("no confidence_score")
+    confidence = answer["confidence_score"]
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        return _fail("confidence not a number")
+    if not 0 <= confidence <= 100:
+        return _fail("confidence out of range 0-100")
+    return Verdict(choice, float(confidence), True, "json")
+
+
+def parse_choice_verdict(text: str | None) -> Verdict:
+    """The "selected_output" of the answer's JSON object, without a confidence (rule in the module doc)."""
+    found = _selected(text)
+    return found if isinstance(found, Verdict) else Verdict(found[0], None, True, "json")
+
+
+PARSERS = {
+    "pairwise_certainty": parse_certainty_verdict,
+    "pairwise_tie": parse_tie_verdict,
+    "self_pairwise": parse_self_verdict,
+    "mp_logp_pairwise": parse_choice_verdict,
+}
+
+# The chosen option's letter inside the answer's JSON: `"selected_output": "Output (a)"` (group 1 is the letter).
+_SELECTED_LETTER = re.compile(r'"selected_output"\s*:\s*"\s*Output \(([ab])\)\s*"')
+_OTHER_LETTER = {"a": "b", "b": "a"}
+
+
+@dataclass(frozen=True, slots=True)
+class OptionLogprobs:
+    """LogP for a pairwise answer: the two options' probabilities at the token that spells the chosen letter."""
+
+    p_chosen: float | None  # the chosen option's probability, renormalised over the two options
+    dist: OptionDistribution[str]
+    token_index: int | None
+    reason: str
+
+
+def option_logprobs(content: list[dict[str, Any]] | None, choice: str) -> OptionLogprobs:
+    """The overconfidence study's LogP over the two options of one answer to the MP and LogP prompt.
+
+    The answer token is the one that spells the chosen letter of `"selected_output": "Output (a)"` (the last such
+    value in the generated tokens whose letter is `choice`'s: 'A' is a, 'B' is b); the other option is the same
+    token with that letter swapped (`a` <-> `b`, `(a` <-> `(b`). p(chosen) = exp(l_chosen) / (exp(l_a) + exp(l_b))
+    over the token's top log-probabilities (`option_distribution`: an option not among them has probability 0).
+    Without such a token, or without either option among its top log-probabilities, p_chosen is None and `reason`
+    says why."""
+    tokens = [str(entry.get("token", "")) for entry in content or []]
+    if not tokens:
+        return OptionLogprobs(None, OptionDistribution(None, "no logprobs"), None, "no logprobs")
+    letter = "a" if choice == "A" else "b"
+    spans = [m.start(1) for m in _SELECTED_LETTER.finditer("".join(tokens)) if m.group(1) == letter]
+    if not spans:
+        return OptionLogprobs(None, OptionDistribution(None, "no option token"), None, "no option token")
+    ends = list(accumulate(len(token) for token in tokens))
+    index = bisect_right(ends, spans[-1])  # the token whose characters hold the letter
+    token = tokens[index]
+    at = spans[-1] - (ends[index] - len(token))
+    other = token[:at] + _OTHER_LETTER[letter] + token[at + 1 :]
+    options = {token.strip(): choice, other.strip(): "B" if choice == "A" else "A"}
+    found = option_distribution((content or [])[index].get("top_logprobs"), options)
+    p_chosen = None if found.dist is None else found.dist[choice]
+    return OptionLogprobs(p_chosen, found, index, found.reason)
+
+
+def _selected(text: str | None) -> tuple[str, dict[str, Any]] | Verdict:
+    """The position chosen by the answer's one JSON object with a "selected_output" ('A' for Output (a)), and that
+    object; a failure if there is none, several that differ, or its value is not one of the two outputs."""
     body = _strip_reasoning(text)
     if body is None:
         return _fail("truncated" if text and text.strip() else "empty")
@@ -88,21 +168,7 @@ def parse_self_verdict(text: str | None) -> Verdict:
     selected = found[0]["selected_output"]
     if not isinstance(selected, str) or selected.strip() not in _SELECTED:
         return _fail("selected_output not 'Output (a)' or 'Output (b)'")
-    if "confidence_score" not in found[0]:
-        return _fail("no confidence_score")
-    confidence = found[0]["confidence_score"]
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        return _fail("confidence not a number")
-    if not 0 <= confidence <= 100:
-        return _fail("confidence out of range 0-100")
-    return Verdict(_SELECTED[selected.strip()], float(confidence), True, "json")
-
-
-PARSERS = {
-    "pairwise_certainty": parse_certainty_verdict,
-    "pairwise_tie": parse_tie_verdict,
-    "self_pairwise": parse_self_verdict,
-}
+    return _SELECTED[selected.strip()], found[0]
 
 
 def _bracketed(text: str | None) -> list[str] | Verdict:

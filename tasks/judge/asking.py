@@ -18,8 +18,6 @@ its reason. Everything about sending, caching and journaling is the engine's (ta
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,14 +33,11 @@ from peras.prompting import (
     sampling_params,
 )
 from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params
+from tasks.engine.stages import ask_samples, majority
 
 METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
 JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer
 Fetch = Callable[[str, dict[str, Any]], list[tuple[Any, ...]]]
-
-# Samples of one pair asked at once: a huge --n-samples is asked batch by batch (a request budget stops it), never
-# planned whole (50,000,000 pending requests were a MemoryError).
-SAMPLE_BATCH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,47 +260,24 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         }
 
     async def _by_sampling(self, item: WorkItem, pair: Pair, ask: AskFn) -> dict[str, Any]:
+        """MP: n label samples (tasks/engine/stages.py ask_samples); the majority label, ties to the lower one."""
         messages = build_label_messages(self.personalities[item.personality], pair.query, pair.passage, item.cot)
         params = self.config.label_params(item.cot, item.method)
-        parse = self._label_parser(item)
-        answers = []
-        for start in range(0, self.config.n_samples, SAMPLE_BATCH):  # never every sample's request at once
-            stop = min(start + SAMPLE_BATCH, self.config.n_samples)
-            # Every sample of the batch ends before a failure is raised: a sibling still asking after its item
-            # was given up would journal its answer after the run's journal closed (a shard left behind).
-            settled = await asyncio.gather(
-                *(
-                    ask(
-                        Ask(
-                            messages,
-                            params | {"seed": index},
-                            "label",
-                            parse,
-                            sample_index=index,
-                            shape=label_shape(item.cot),
-                        )
-                    )
-                    for index in range(start, stop)
-                ),
-                return_exceptions=True,
-            )
-            for result in settled:
-                if isinstance(result, BaseException):
-                    raise result
-                answers.append(result)
+        spec = Ask(messages, params, "label", self._label_parser(item), shape=label_shape(item.cot))
+        answers = await ask_samples(ask, spec, self.config.n_samples)
         votes = [int(a.parsed.value) for a in answers if a.ok]
         row: dict[str, Any] = {
             "label_request_id": answers[0].request_id,
             "sample_request_ids": [a.request_id for a in answers],
         }
-        if not votes:
+        voted = majority(votes, len(answers), tie_break=lambda k: -k)
+        if voted is None:
             return row | {"status": "label_parse_failure", "reason": f"no parseable sample of {len(answers)}"}
-        counts = Counter(votes)
-        label = max(counts, key=lambda k: (counts[k], -k))
+        label, confidence = voted
         return row | {
             "status": "ok",
             "label": label,
-            "confidence": 100.0 * counts[label] / len(answers),
+            "confidence": confidence,
             "expected_score": sum(votes) / len(votes),
         }
 

@@ -74,10 +74,12 @@ def pairwise_config(endpoint: Endpoint) -> PairwiseConfig:
 
 
 def run_parameters(config: PairwiseConfig) -> dict[str, Any]:
-    """What fixes a run besides collection, model and seed: every prompt's request parameters and file text."""
+    """What fixes a run besides collection, model and seed: every prompt's request parameters and file text, and
+    how many answers MP samples."""
     return {
         "request_params": {prompt: config.params(prompt) for prompt in PROMPTS},
         "prompt_templates": {prompt: load_prompt(name).template for prompt, name in PROMPTS.items()},
+        "mp_samples": config.mp_samples,
     }
 
 

@@ -1,9 +1,9 @@
--- The pairwise answers that carry a confidence ('certainty', 'self'), on pairs with a right answer (not a tie),
--- shaped like metrics_cells so that the metric macros score them: relevance 1 and label 1 for a correct choice,
--- 0 for a wrong one (label = relevance iff correct); confidence_method is the prompt, cot false, source
--- 'pairwise'. E.g. `select * from calibration_from(cells := 'pairwise_cells')`, `certainty_split(80, 'pairwise_cells')`.
+-- The pairwise answers that carry a confidence ('certainty', 'self', 'logp', 'mp'), on pairs with a right answer
+-- (not a tie), shaped like metrics_cells so that the metric macros score them: relevance 1 and label 1 for a
+-- correct choice, 0 for a wrong one (label = relevance iff correct); confidence_method is the prompt, cot false,
+-- source 'pairwise'. E.g. `select * from calibration_from(cells := 'pairwise_cells')`, `certainty_split(80, 'pairwise_cells')`.
 with facts as (
-    select * from pairwise_facts where prompt in ('certainty', 'self') and truth != 'C'
+    select * from pairwise_facts where prompt in ('certainty', 'self', 'logp', 'mp') and truth != 'C'
 ),
 
 final as (

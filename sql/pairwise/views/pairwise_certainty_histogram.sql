@@ -1,7 +1,8 @@
 -- Confidence histograms of the pairwise answers on pairs graded apart, split into correct and wrong choices:
--- per published run x personality x prompt ('certainty', 'self') x certainty range x bin of 10. Two ranges side by
--- side: '40-90' as the personalized-judge study draws its Figure 2 (certainties below 40 counted at 40, above 90 at
--- 90: bins 40, 50, ..., 90) and 'all' (bins 0, 10, ..., 90; 100 falls in the 90 bin, as in calibration_bins_from).
+-- per published run x personality x prompt with a confidence ('certainty', 'self', 'logp', 'mp') x certainty range
+-- x bin of 10. Two ranges side by side: '40-90' as the personalized-judge study draws its Figure 2 (certainties
+-- below 40 counted at 40, above 90 at 90: bins 40, 50, ..., 90) and 'all' (bins 0, 10, ..., 90; 100 falls in the
+-- 90 bin, as in calibration_bins_from).
 --   certainty_range  '40-90' (the paper's Figure 2, values outside moved to its ends) or 'all' (0-100)
 --   bin_low  lower end of the confidence bin: 40, 50, ..., 90 ('40-90') or 0, 10, ..., 90 ('all'; 100 counts in 90)
 --   n_correct  answers in the bin that chose the better passage
