@@ -116,6 +116,7 @@ def _differences(
     before answer formats existed asked free text; what the probe said is a record, not compared)."""
     have_params = {"answer_format": "free"} | {k: v for k, v in have_params.items() if k not in NOT_COMPARED}
     want_params = {"answer_format": "free"} | {k: v for k, v in want_params.items() if k not in NOT_COMPARED}
+    want_params = recorded_part(want_params, have_params)
     found = [
         f"{column.name} differs (stored {old!r}, asked {want[column.name]!r})"
         for column, old in zip(stage.fixed, have, strict=True)
@@ -127,6 +128,21 @@ def _differences(
         )
         found.append(f"request parameters differ ({', '.join(keys)})")
     return found
+
+
+def recorded_part(want: dict[str, Any], have: dict[str, Any]) -> dict[str, Any]:
+    """What a stored run can be compared on: a parameter it does not record was added to the stage after it was made
+    (pairwise's logp and mp prompts), so it never asked that way and nothing of it can differ. Nested tables (a value
+    per prompt) likewise, key by key."""
+    kept: dict[str, Any] = {}
+    for key, value in want.items():
+        if key not in have:
+            continue
+        old = have[key]
+        kept[key] = (
+            {k: v for k, v in value.items() if k in old} if isinstance(value, dict) and isinstance(old, dict) else value
+        )
+    return kept
 
 
 @dataclass(frozen=True)
