@@ -320,5 +320,81 @@ def test_cancel_keeps_what_was_answered_and_collect_and_status_show_it(sample, c
     unknown = run_cli(capsys, "batch", "status", "nope", *warehouse)
     assert (unknown.exit_code, unknown.err) == (
         2,
-        "error: no judge run named 'nope'; `peras runs list` shows the runs\n",
+        "error: no run named 'nope'; `peras runs list` shows the runs\n",
     )
+
+
+# Every LLM stage asks in batch mode through the same flow body (tasks/engine/running.py run_stage): a batch run of
+# a stage equals its online run against the same scripted answers, request for request and answer for answer.
+
+
+def stage_rows(settings, table: str, run_id_column: str, time_column: str = "judged_at") -> list[tuple]:
+    return rows(settings, f"select * exclude ({run_id_column}, {time_column}) from {table} order by all")
+
+
+def online_copy(settings, tmp_path):
+    online = settings.model_copy(update={"warehouse": tmp_path / "online.duckdb", "shards_dir": tmp_path / "online"})
+    online.warehouse.write_bytes(settings.warehouse.read_bytes())
+    return online
+
+
+def test_pairwise_in_batch_mode_equals_pairwise_online(sample, tmp_path, capsys):
+    from tests.test_pairwise_flow import truthful
+
+    online = online_copy(sample, tmp_path)
+    asked = ["pairwise", "sample", "--pairs-per-topic", "2", "--personality", "default", "--model", "fake-model"]
+    with FakeOpenAI(truthful) as server:
+        done = run_cli(capsys, *asked, "--base-url", server.base_url, "--warehouse", str(online.warehouse))
+        assert done.exit_code == 0, done.err
+    with FakeBatchAPI(truthful, scripts=[ONE_STEP]) as server:
+        batch = [*asked, "--base-url", server.base_url, "--warehouse", str(sample.warehouse), "--mode", "batch"]
+        first = run_cli(capsys, *batch)
+        assert first.exit_code == 0, first.err
+        name = first.out.split(":", 1)[0]
+        assert first.out == (
+            f"{name}: 0 answers made now, 20 wait for batch answers; submitted now: batch_1. Next: this command"
+            f" again (or with --wait) collects and goes on; peras batch status {name}\n"
+        )
+        assert rows(sample, "select status from pairwise_runs") == [("waiting",)]
+        status = run_cli(capsys, "batch", "status", name, "--warehouse", str(sample.warehouse))
+        assert status.exit_code == 0, status.err
+        assert status.out.splitlines()[1].split()[:4] == ["batch_1", "1", "validating", "20"]
+        second = run_cli(capsys, *batch, "--wait")
+        assert second.exit_code == 0, second.err
+        assert len(server.chat_requests) == 0
+        assert len(server.submitted_ids) == 20 == len(set(server.submitted_ids))
+    assert second.out.splitlines()[-1] == done.out.splitlines()[-1].replace(
+        "20 requests sent", "0 requests sent"
+    )  # answered from the batch lines: 20 new, none sent online
+    assert rows(sample, f"select {REQUEST_COLUMNS} from llm_requests order by 1") == rows(
+        online, f"select {REQUEST_COLUMNS} from llm_requests order by 1"
+    )
+    assert stage_rows(sample, "pairwise_answers", "pairwise_run_id") == stage_rows(
+        online, "pairwise_answers", "pairwise_run_id"
+    )
+    assert rows(sample, "select status from pairwise_runs") == [("published",)]
+
+
+def test_a_personas_check_in_batch_mode_equals_the_check_online(sample, tmp_path):
+    from flows.personas import personas_check
+    from tests.test_personas import trait_like
+
+    online = online_copy(sample, tmp_path)
+    with FakeOpenAI(trait_like) as server:
+        online.base_urls, online.model = [server.base_url], "fake-model"
+        checked = personas_check(samples=2, items_per_domain=1, settings=online)
+    with FakeBatchAPI(trait_like, scripts=[ONE_STEP]) as server:
+        batch = batch_settings(sample, server)
+        waiting = personas_check(samples=2, items_per_domain=1, settings=batch)
+        assert (waiting["n_judged_now"], waiting["n_waiting"], waiting["batches"]) == (0, 165, ["batch_1"])
+        batch.batch_wait = True
+        done = personas_check(samples=2, items_per_domain=1, settings=batch)
+        assert len(server.submitted_ids) == 165 == len(set(server.submitted_ids))
+    assert (done["n_judged_now"], done["n_failures"]) == (checked["n_judged_now"], checked["n_failures"]) == (165, 0)
+    assert rows(sample, f"select {REQUEST_COLUMNS} from llm_requests order by 1") == rows(
+        online, f"select {REQUEST_COLUMNS} from llm_requests order by 1"
+    )
+    assert stage_rows(sample, "persona_answers", "check_run_id", "answered_at") == stage_rows(
+        online, "persona_answers", "check_run_id", "answered_at"
+    )
+    assert rows(sample, "select status from persona_check_runs") == [("published",)]

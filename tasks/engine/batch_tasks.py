@@ -1,6 +1,7 @@
 """Batch mode's Prefect task: collect what ended, run a pass from it, submit the next round; with `wait`, repeat.
 
-`ask_in_batches` takes the place of `ask_all` (tasks/engine/tasks.py) when `settings.mode` is 'batch'. It returns
+`ask_in_batches` takes the place of `ask_all` (tasks/engine/tasks.py) when `settings.mode` is 'batch', for every
+stage (tasks/engine/running.py run_stage, and the judge flow). It returns
 the engine's counts plus `n_waiting` (items whose answers are still out) and the batches it submitted; a flow whose
 run still waits ends there (the run's status is 'waiting', with what is out) and gates only when nothing waits.
 """
@@ -15,9 +16,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from peras.errors import UsageError
 from peras.settings import Settings
-from tasks.engine.batch import BATCH_KINDS, load_round
+from tasks.engine.batch import load_round
 from tasks.engine.batch_store import batch_api, collect, live_batches, run_batches, submit, wait_line
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.engine import Engine
@@ -40,8 +40,6 @@ def ask_in_batches(
 ) -> dict[str, Any]:
     """Collect the run's ended batches, answer every item whose answers are in, submit the requests still needed as
     the next round; with `wait`, poll every `batch_poll_s` and go on until no item waits."""
-    if identity.kind not in BATCH_KINDS:
-        raise UsageError(f"--mode batch asks the {', '.join(sorted(BATCH_KINDS))} stage; run {identity.kind} online")
     load_shards(settings.warehouse, settings.shards, identity)
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()
