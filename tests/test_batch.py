@@ -398,3 +398,58 @@ def test_a_personas_check_in_batch_mode_equals_the_check_online(sample, tmp_path
         online, "persona_answers", "check_run_id", "answered_at"
     )
     assert rows(sample, "select status from persona_check_runs") == [("published",)]
+
+
+def test_killed_between_the_providers_create_and_its_record_a_resume_adopts_the_batch(sample):
+    with FakeBatchAPI(instant, scripts=[ONE_STEP]) as server:
+        command = [sys.executable, "-m", "cli.main", *judge_command(sample, "--base-url", server.base_url)]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        # kill -9 once the provider has created the batch, before its answer reaches peras (so before the record)
+        server.on_create = lambda batch_id: os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=120) == -signal.SIGKILL
+        server.on_create = None
+        assert (server.creates, len(server.submitted_ids)) == (1, 40)
+        # What peras knows: a submission recorded before the create, not yet known to be created.
+        assert rows(sample, "select batch_id like 'submitting-%', status, round, n_requests from llm_batches") == [
+            (True, "submitting", 1, 40)
+        ]
+        settings = batch_settings(sample, server)
+        done = judge_sample(settings, wait=True)
+        assert (done["n_judged_now"], done["n_failures"]) == (40, 0)
+        # Round 1 was adopted (found by its token in the batch's metadata), not created again: one create per round.
+        assert server.creates == 2
+        assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
+        lists = [r for r in server.requests if r.method == "GET" and r.path.split("?")[0].endswith("/v1/batches")]
+        assert len(lists) == 1
+    assert rows(settings, "select batch_id, round, status, n_requests from llm_batches order by round") == [
+        ("batch_1", 1, "completed", 40),
+        ("batch_2", 2, "completed", 40),
+    ]
+    assert rows(settings, "select distinct batch_id from llm_batch_requests order by 1") == [("batch_1",), ("batch_2",)]
+    assert rows(settings, "select status from judge_runs") == [("published",)]
+
+
+def test_the_request_budget_counts_batch_lines_and_a_round_never_submits_more_than_is_left(sample, capsys):
+    with FakeBatchAPI(instant, scripts=[ONE_STEP]) as server:
+        asked = judge_command(sample, "--base-url", server.base_url, "--request-budget", "30")
+        first = run_cli(capsys, *asked)
+        assert first.exit_code == 0, first.err
+        assert len(server.submitted_ids) == 30  # of the 40 labels round 1 needs
+        held = "request budget 30 (0 spent): 30 lines submitted, 10 held back (raise --request-budget to submit them)"
+        assert f"submitted now: batch_1. {held}. Next:" in first.out
+        # Round 2: the 30 lines are spent, nothing is left; the run stops with one line, nothing more submitted.
+        second = run_cli(capsys, *asked)
+        assert second.exit_code == 1
+        assert second.err == (
+            "error: request budget of 30 reached (30 requests and batch lines spent, 40 lines wait);"
+            " raise --request-budget to go on\n"
+        )
+        assert len(server.submitted_ids) == 30
+        # A larger budget goes on: 30 confidences + 10 labels, then the last 10 confidences; 80 lines in all.
+        more = judge_command(sample, "--base-url", server.base_url, "--request-budget", "80", "--wait")
+        done = run_cli(capsys, *more)
+        assert done.exit_code == 0, done.err
+        assert done.out.startswith("r: 40 judgments (")
+        assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
+    assert rows(sample, "select round, n_requests from llm_batches order by 1") == [(1, 30), (2, 40), (3, 10)]
+    assert rows(sample, "select status from judge_runs") == [("published",)]

@@ -125,8 +125,8 @@ def cancel(settings: Settings, run_name: str, api_key_env: str | None) -> None:
     """
     from tasks.engine.batch_store import cancel_batches
 
-    run_id, _ = find_run(settings, run_name)
-    cancelled = cancel_batches(settings, run_id, api_key_env or settings.api_key_env)
+    run_id, model = find_run(settings, run_name)
+    cancelled = cancel_batches(settings, run_id, model, api_key_env or settings.api_key_env)
     click.echo(f"{run_name}: " + (", ".join(f"{b} {s}" for b, s in cancelled) or "no live batch to cancel"))
 
 

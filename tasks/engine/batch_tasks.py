@@ -16,9 +16,18 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from peras.errors import BudgetReached
 from peras.settings import Settings
 from tasks.engine.batch import load_round
-from tasks.engine.batch_store import batch_api, collect, live_batches, run_batches, submit, wait_line
+from tasks.engine.batch_store import (
+    batch_api,
+    collect,
+    live_batches,
+    run_batches,
+    submit,
+    wait_line,
+    within_budget,
+)
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
@@ -44,7 +53,7 @@ def ask_in_batches(
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()
     api = batch_api(settings, endpoint)
-    totals, submitted, waiting = EngineStats(), [], 0
+    totals, submitted, waiting, budget_line = EngineStats(), [], 0, None
     try:
         while True:
             if api is not None:
@@ -60,7 +69,16 @@ def ask_in_batches(
             )  # fmt: skip
             stats = asyncio.run(engine.run(plan))
             _add(totals, stats)
-            submitted += submit(settings, api, identity, batch.pending)
+            allowed, held, spent = within_budget(settings, identity, batch.pending)
+            if held:
+                if not allowed and not any(b["collected_at"] is None for b in run_batches(settings, identity.run_id)):
+                    raise BudgetReached(
+                        f"request budget of {settings.request_budget:,} reached ({spent:,} requests and batch lines"
+                        f" spent, {held:,} lines wait); raise --request-budget to go on"
+                    )
+                budget_line = budget_held(settings, spent, len(allowed), held)
+                notice(f"{identity.run_name}: {budget_line}")
+            submitted += submit(settings, api, identity, allowed)
             waiting = stats.n_deferred
             if waiting == 0:
                 continue  # a pass that dropped outcomes is planned again; else the plan is empty now
@@ -76,7 +94,15 @@ def ask_in_batches(
         set_run_status(
             settings.warehouse, identity, "waiting", wait_line(run_batches(settings, identity.run_id), waiting)
         )
-    return totals.as_dict() | {"n_waiting": waiting, "batches": submitted}
+    return totals.as_dict() | {"n_waiting": waiting, "batches": submitted, "budget_line": budget_line}
+
+
+def budget_held(settings: Settings, spent: int, n_allowed: int, held: int) -> str:
+    """What the request budget held back of a round, in one line."""
+    return (
+        f"request budget {settings.request_budget:,} ({spent:,} spent): {n_allowed:,} lines submitted, {held:,} held"
+        " back (raise --request-budget to submit them)"
+    )
 
 
 def _add(totals: EngineStats, stats: EngineStats) -> None:
