@@ -453,3 +453,43 @@ def test_the_request_budget_counts_batch_lines_and_a_round_never_submits_more_th
         assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
     assert rows(sample, "select round, n_requests from llm_batches order by 1") == [(1, 30), (2, 40), (3, 10)]
     assert rows(sample, "select status from judge_runs") == [("published",)]
+
+
+def test_the_batch_poll_flow_carries_batch_runs_of_two_stages_to_the_end_unattended(sample):
+    from flows.batch_poll import batch_poll
+    from flows.pairwise import pairwise
+    from tests.test_pairwise_flow import truthful
+
+    def respond(request):
+        content = request["messages"][-1]["content"]
+        pairwise_asked = "[The Start of Passage" in content or '"selected_output"' in content
+        return truthful(request) if pairwise_asked else instant(request)
+
+    with FakeBatchAPI(respond, scripts=[ONE_STEP]) as server:
+        settings = batch_settings(sample, server)
+        assert judge_sample(settings)["batches"] == ["batch_1"]
+        asked = pairwise(collection="sample", pairs_per_topic=2, personalities=["default"], settings=settings)
+        assert (asked["n_waiting"], asked["batches"]) == (20, ["batch_2"])
+        # The poller's own settings (a worker's environment): no endpoint, online; each run's come from the warehouse.
+        poller = settings.model_copy(update={"base_urls": [], "model": None, "mode": "online"})
+        first = batch_poll(settings=poller)
+        assert (first["n_polled"], first["n_called"]) == (1, 2)  # batch_1 was collected by the pairwise call
+        assert sorted(first["runs"]) == [
+            "judge r: 40 items wait; submitted batch_3",
+            "pairwise sample-pairwise-fake-model: done (20 answered now)",
+        ]
+        assert rows(settings, "select status from pairwise_runs") == [("published",)]
+        second = batch_poll(settings=poller)
+        # batch_3 ended at the pairwise call's collection (every call collects its model's live batches), after
+        # the judge's call: the judge is called again now, and ends.
+        assert (second["n_polled"], second["runs"]) == (0, ["judge r: done (40 answered now)"])
+        third = batch_poll(settings=poller)
+        assert (third["n_polled"], third["runs"]) == (0, [])
+        assert server.creates == 3
+        assert len(server.chat_requests) == 0
+    assert rows(settings, "select status from judge_runs") == [("published",)]
+    assert rows(settings, "select count(*) from judgments where status = 'ok'") == [(40,)]
+    assert rows(settings, "select flow_name, parameters->>'run_name' from llm_batch_calls order by 1") == [
+        ("judge", "r"),
+        ("pairwise", None),
+    ]

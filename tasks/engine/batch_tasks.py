@@ -9,6 +9,7 @@ run still waits ends there (the run's status is 'waiting', with what is out) and
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +19,8 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.errors import BudgetReached
 from peras.settings import Settings
+from peras.sql import run_sql
+from peras.warehouse import now, open_migrated, retrying, transaction
 from tasks.engine.batch import load_round
 from tasks.engine.batch_store import (
     batch_api,
@@ -28,7 +31,7 @@ from tasks.engine.batch_store import (
     wait_line,
     within_budget,
 )
-from tasks.engine.endpoint import Endpoint
+from tasks.engine.endpoint import Endpoint, public_url
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
@@ -50,6 +53,8 @@ def ask_in_batches(
     """Collect the run's ended batches, answer every item whose answers are in, submit the requests still needed as
     the next round; with `wait`, poll every `batch_poll_s` and go on until no item waits."""
     load_shards(settings.warehouse, settings.shards, identity)
+    if endpoint.base_urls:  # a Batch API: the batch-poll deployment can call the run again
+        record_call(settings, identity, public_url(endpoint.base_urls[0]))
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()
     api = batch_api(settings, endpoint)
@@ -90,11 +95,49 @@ def ask_in_batches(
     finally:
         if api is not None:
             api.close()
-    if waiting:
+    if not waiting:
+        finish_call(settings, identity)
+    else:
         set_run_status(
             settings.warehouse, identity, "waiting", wait_line(run_batches(settings, identity.run_id), waiting)
         )
     return totals.as_dict() | {"n_waiting": waiting, "batches": submitted, "budget_line": budget_line}
+
+
+def record_call(settings: Settings, identity: RunIdentity, base_url: str) -> None:
+    """Record how this run was called (the flow asking it and its parameters, settings left out): the batch-poll
+    deployment calls it again when its batches end (flows/batch_poll.py)."""
+    from prefect.runtime import flow_run
+
+    name = flow_run.flow_name
+    if not name:
+        return  # not inside a flow run: nothing to call again
+    parameters = {key: value for key, value in dict(flow_run.parameters).items() if key != "settings"}
+    params = {
+        "run_id": identity.run_id,
+        "kind": identity.kind,
+        "flow_name": name,
+        "parameters": json.dumps(parameters, default=str),
+        "base_url": base_url,
+        "model": identity.model,
+        "recorded_at": now(),
+    }
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con, transaction(con):
+            run_sql(con, "engine/batch/record_call", params)
+
+    retrying(write)
+
+
+def finish_call(settings: Settings, identity: RunIdentity) -> None:
+    """Nothing waits: the batch-poll deployment leaves the run alone from now on."""
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con:
+            run_sql(con, "engine/batch/finish_call", {"run_id": identity.run_id, "finished_at": now()})
+
+    retrying(write)
 
 
 def budget_held(settings: Settings, spent: int, n_allowed: int, held: int) -> str:
