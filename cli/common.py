@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from peras.errors import UsageError
 from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings, load_settings
 
@@ -31,6 +32,8 @@ def settings_options(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, config: Path | None, warehouse: Path | None, **kwargs: Any) -> Any:
         overrides = kwargs.pop("_settings_overrides", {})
         settings = load_settings(config, warehouse=warehouse, **overrides)
+        if settings.batch_wait and settings.mode != "batch":
+            raise UsageError("--wait waits for batch rounds: give it with --mode batch")
         return func(*args, settings=settings, **kwargs)
 
     return wrapper
@@ -54,6 +57,7 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
         help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
         " constrained: refuse an endpoint that enforces none [auto].",
     )
+    @mode_options
     @functools.wraps(func)
     def wrapper(
         *args: Any,
@@ -65,7 +69,7 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
         answer_format: str | None,
         **kwargs: Any,
     ) -> Any:
-        overrides = {
+        overrides = kwargs.pop("_settings_overrides", {}) | {
             "base_urls": list(base_urls) or None,
             "model": model,
             "api_key_env": api_key_env,
@@ -76,6 +80,43 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(*args, _settings_overrides=overrides, **kwargs)
 
     return wrapper
+
+
+def mode_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --mode and --wait (how an LLM command asks: docs/batch.md), as settings overrides merged into those the
+    wrapped endpoint flags pass on."""
+
+    @click.option(
+        "--mode",
+        type=click.Choice(["online", "batch"]),
+        help="How to ask: online, or batch (the OpenAI Batch API at --base-url at the provider's batch price; "
+        "without --base-url, files for vLLM's run-batch): docs/batch.md [settings: mode, online].",
+    )
+    @click.option("--wait", is_flag=True, help="With --mode batch: poll until every round is answered, then gate.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, mode: str | None, wait: bool, **kwargs: Any) -> Any:
+        overrides = kwargs.pop("_settings_overrides", {})
+        overrides = overrides | {"mode": mode, "batch_wait": True if wait else None}
+        return func(*args, _settings_overrides=overrides, **kwargs)
+
+    return wrapper
+
+
+def waiting_line(result: dict[str, Any], made: str = "answers") -> str:
+    """What a batch-mode call submitted and what to run next (`made`: what the stage makes, e.g. judgments)."""
+    name = result["run_name"]
+    head = (
+        f"{name}: {result['n_judged_now']:,} {made} made now, {result['n_waiting']:,} wait for batch answers; "
+        f"submitted now: {', '.join(result['batches']) or 'nothing (the requests are already out)'}. "
+    )
+    if result.get("budget_line"):
+        head += result["budget_line"] + ". "
+    if result.get("offline"):
+        return head + (
+            f"Next: peras batch export {name} --output DIR, run `vllm run-batch -i FILE -o OUT` on each file, "
+            f"peras batch import {name} OUT..., then this command again"
+        )
+    return head + f"Next: this command again (or with --wait) collects and goes on; peras batch status {name}"
 
 
 def run_flow(flow: Any, *, tags: list[str], flow_run_name: str | None = None, **parameters: Any) -> Any:

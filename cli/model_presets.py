@@ -30,6 +30,7 @@ def model_preset_option(func: Callable[..., Any]) -> Callable[..., Any]:
                 "model": preset.model,
                 "base_urls": [preset.base_url] if preset.base_url else None,
                 "api_key_env": preset.api_key_env,
+                "mode": preset.mode,
             }
             overrides |= {key: value for key, value in given.items() if overrides.get(key) is None}
             kwargs["backend"] = kwargs.get("backend") or preset.backend

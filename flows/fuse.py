@@ -77,6 +77,8 @@ def fuse(
         publish_analyst_snapshot(settings)
         return summarize_votes(run, judges, votes) | load_comparison(settings, run.run_id)
     outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
+        return outcome.waiting(len(planned))
     publish_analyst_snapshot(settings)
     counts = summarize(outcome, summarize_votes(outcome.run, judges, votes), len(planned))
     return counts | load_comparison(settings, outcome.run.run_id)

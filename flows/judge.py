@@ -79,6 +79,7 @@ def judge(
     waits. wait: poll until then.
     """
     settings = settings or load_settings()
+    wait = wait or settings.batch_wait
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
     chosen = choose_personalities(settings, personalities, personality_set)

@@ -62,6 +62,8 @@ def personas_check(
     planned = plan_answers(chosen, items, samples)
     recipe = CheckRecipe(personality_set, samples, temperature, seed, run_name, chosen, items, planned)
     outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
+        return outcome.waiting(len(planned))
     publish_analyst_snapshot(settings)
     tables = load_fidelity(settings, outcome.run.run_name)
     return summarize(outcome, personality_set, len(planned), tables)

@@ -64,6 +64,8 @@ def priming(
         collection, seed, scope, run_name, frequency_penalty, presence_penalty, chosen, pools, planned
     )
     outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
+        return outcome.waiting(len(planned))
     run = outcome.run
     pairs = load_priming_pairs(settings, run.run_id, opaque(planned))
     publish_priming_stats(settings, run.run_id, compute_priming_tests(pairs), compute_priming_index(pairs))

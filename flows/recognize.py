@@ -63,6 +63,11 @@ def recognize(
     trait_name = f"{run_name}-traits" if run_name else None
     trait_recipe = RecognizeRecipe("recognize_traits", judge_run, sample, seed, trait_name, traits, chosen)
     trait_outcome = run_stage(asking, trait_recipe, traits, backend, chunk_size, retry_failed)
+    if state_outcome.n_waiting or trait_outcome.n_waiting:  # batch mode: both parts submit rounds (docs/batch.md)
+        summary = state_outcome.waiting(len(states))
+        summary["n_waiting"] += trait_outcome.n_waiting
+        summary["batches"] = summary["batches"] + trait_outcome.stats["batches"]
+        return summary
     publish_analyst_snapshot(settings)
     tables = load_measures(settings, state_outcome.run.run_name)
     return summarize(state_outcome, trait_outcome, len(states), len(traits), tables)

@@ -54,6 +54,8 @@ def study(
     if dry_run:
         return {"estimate": estimate}
     judged = [judge(**judge_parameters(run, grid)) for run in grid.judge_runs]
+    if any(r.get("n_waiting") for r in judged):  # batch mode: the analyses wait for every run's answers
+        return summarize_study(grid, estimate, judged, 0, [])
     stage_line(f"study: {len(judged)} judge runs done")
     frames = [metrics(views=["agreement", "reliability"], run=r["run_name"], settings=settings) for r in judged]
     classified = [

@@ -66,6 +66,8 @@ class ModelPreset(BaseModel):
     price: Price | None = None
     # How answers are asked (docs/constrained.md); unset: the settings' (--answer-format, default auto).
     answer_format: Literal["auto", "free", "constrained"] | None = None
+    # How requests are sent (docs/batch.md); unset: the settings' (--mode, default online).
+    mode: Literal["online", "batch"] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelPreset:

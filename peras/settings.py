@@ -76,6 +76,9 @@ class Settings(BaseSettings):
         " URL, or files for vLLM's run-batch without one: docs/batch.md)",
     )
     batch_poll_s: float = Field(60.0, gt=0, description="with --mode batch --wait: seconds between two looks")
+    batch_wait: bool = Field(
+        False, description="with --mode batch: poll until every round is answered, then gate (--wait)"
+    )
     answer_format: str = Field(
         "auto",
         pattern=r"^(auto|free|constrained)$",

@@ -5,7 +5,11 @@
         assert server.submitted_ids == [...]   # every custom_id of every batch created, in order
 
 Routes (besides the chat server's /v1/models and /v1/chat/completions): POST /v1/files (multipart, purpose batch),
-GET /v1/files/{id} and /v1/files/{id}/content, POST /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+GET /v1/files/{id} and /v1/files/{id}/content, POST /v1/batches, GET /v1/batches (newest first, `limit` and `after`
+as OpenAI pages them), GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+
+`on_create` (if set) is called with the batch id right after a batch is created and before the answer is sent: a
+test kills its client there (kill -9 between the provider's create and the client's record of it).
 
 Batch k (in order of creation) follows `scripts[k]` (the last script repeats): each retrieve moves it one status
 along `steps` (validating, in_progress, finalizing, then its end). When it ends, its lines are answered by the
@@ -48,6 +52,8 @@ class FakeBatchAPI(FakeOpenAI):
         self.files: dict[str, dict[str, Any]] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.submitted_ids: list[str] = []  # the custom_id of every line of every batch created
+        self.creates = 0  # POST /v1/batches that created a batch
+        self.on_create: Any = None
         self._steps: dict[str, list[str]] = {}
 
     async def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[bytes, bool]:
@@ -67,6 +73,8 @@ class FakeBatchAPI(FakeOpenAI):
             return http_response(200, _file_object(parts[1], file)), False
         if parts == ["batches"] and method == "POST":
             return self._create(body or {}), False
+        if parts == ["batches"] and method == "GET":
+            return http_response(200, self._list(path)), False
         if parts[0] == "batches" and len(parts) >= 2 and parts[1] in self.batches:
             if parts[2:] == ["cancel"] and method == "POST":
                 return http_response(200, self._cancel(parts[1])), False
@@ -123,7 +131,28 @@ class FakeBatchAPI(FakeOpenAI):
         self._steps[batch_id] = list(script.steps[1:]) + [script.end]
         if not script.steps:
             self._end(batch_id, script.end)
+        self.creates += 1
+        if self.on_create is not None:
+            self.on_create(batch_id)
         return http_response(200, _public(self.batches[batch_id]))
+
+    def _list(self, path: str) -> dict[str, Any]:
+        """One page of the batches, newest first, after the `after` id, at most `limit` (OpenAI's default 20)."""
+        from urllib.parse import parse_qs, urlsplit
+
+        query = parse_qs(urlsplit(path).query)
+        limit = int(query.get("limit", ["20"])[0])
+        newest = list(reversed(self.batches))
+        after = query.get("after", [None])[0]
+        start = newest.index(after) + 1 if after in newest else 0
+        page = [_public(self.batches[b]) for b in newest[start : start + limit]]
+        return {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": start + limit < len(newest),
+        }
 
     def _advance(self, batch_id: str) -> dict[str, Any]:
         batch = self.batches[batch_id]

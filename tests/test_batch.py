@@ -320,5 +320,176 @@ def test_cancel_keeps_what_was_answered_and_collect_and_status_show_it(sample, c
     unknown = run_cli(capsys, "batch", "status", "nope", *warehouse)
     assert (unknown.exit_code, unknown.err) == (
         2,
-        "error: no judge run named 'nope'; `peras runs list` shows the runs\n",
+        "error: no run named 'nope'; `peras runs list` shows the runs\n",
     )
+
+
+# Every LLM stage asks in batch mode through the same flow body (tasks/engine/running.py run_stage): a batch run of
+# a stage equals its online run against the same scripted answers, request for request and answer for answer.
+
+
+def stage_rows(settings, table: str, run_id_column: str, time_column: str = "judged_at") -> list[tuple]:
+    return rows(settings, f"select * exclude ({run_id_column}, {time_column}) from {table} order by all")
+
+
+def online_copy(settings, tmp_path):
+    online = settings.model_copy(update={"warehouse": tmp_path / "online.duckdb", "shards_dir": tmp_path / "online"})
+    online.warehouse.write_bytes(settings.warehouse.read_bytes())
+    return online
+
+
+def test_pairwise_in_batch_mode_equals_pairwise_online(sample, tmp_path, capsys):
+    from tests.test_pairwise_flow import truthful
+
+    online = online_copy(sample, tmp_path)
+    asked = ["pairwise", "sample", "--pairs-per-topic", "2", "--personality", "default", "--model", "fake-model"]
+    with FakeOpenAI(truthful) as server:
+        done = run_cli(capsys, *asked, "--base-url", server.base_url, "--warehouse", str(online.warehouse))
+        assert done.exit_code == 0, done.err
+    with FakeBatchAPI(truthful, scripts=[ONE_STEP]) as server:
+        batch = [*asked, "--base-url", server.base_url, "--warehouse", str(sample.warehouse), "--mode", "batch"]
+        first = run_cli(capsys, *batch)
+        assert first.exit_code == 0, first.err
+        name = first.out.split(":", 1)[0]
+        assert first.out == (
+            f"{name}: 0 answers made now, 20 wait for batch answers; submitted now: batch_1. Next: this command"
+            f" again (or with --wait) collects and goes on; peras batch status {name}\n"
+        )
+        assert rows(sample, "select status from pairwise_runs") == [("waiting",)]
+        status = run_cli(capsys, "batch", "status", name, "--warehouse", str(sample.warehouse))
+        assert status.exit_code == 0, status.err
+        assert status.out.splitlines()[1].split()[:4] == ["batch_1", "1", "validating", "20"]
+        second = run_cli(capsys, *batch, "--wait")
+        assert second.exit_code == 0, second.err
+        assert len(server.chat_requests) == 0
+        assert len(server.submitted_ids) == 20 == len(set(server.submitted_ids))
+    assert second.out.splitlines()[-1] == done.out.splitlines()[-1].replace(
+        "20 requests sent", "0 requests sent"
+    )  # answered from the batch lines: 20 new, none sent online
+    assert rows(sample, f"select {REQUEST_COLUMNS} from llm_requests order by 1") == rows(
+        online, f"select {REQUEST_COLUMNS} from llm_requests order by 1"
+    )
+    assert stage_rows(sample, "pairwise_answers", "pairwise_run_id") == stage_rows(
+        online, "pairwise_answers", "pairwise_run_id"
+    )
+    assert rows(sample, "select status from pairwise_runs") == [("published",)]
+
+
+def test_a_personas_check_in_batch_mode_equals_the_check_online(sample, tmp_path):
+    from flows.personas import personas_check
+    from tests.test_personas import trait_like
+
+    online = online_copy(sample, tmp_path)
+    with FakeOpenAI(trait_like) as server:
+        online.base_urls, online.model = [server.base_url], "fake-model"
+        checked = personas_check(samples=2, items_per_domain=1, settings=online)
+    with FakeBatchAPI(trait_like, scripts=[ONE_STEP]) as server:
+        batch = batch_settings(sample, server)
+        waiting = personas_check(samples=2, items_per_domain=1, settings=batch)
+        assert (waiting["n_judged_now"], waiting["n_waiting"], waiting["batches"]) == (0, 165, ["batch_1"])
+        batch.batch_wait = True
+        done = personas_check(samples=2, items_per_domain=1, settings=batch)
+        assert len(server.submitted_ids) == 165 == len(set(server.submitted_ids))
+    assert (done["n_judged_now"], done["n_failures"]) == (checked["n_judged_now"], checked["n_failures"]) == (165, 0)
+    assert rows(sample, f"select {REQUEST_COLUMNS} from llm_requests order by 1") == rows(
+        online, f"select {REQUEST_COLUMNS} from llm_requests order by 1"
+    )
+    assert stage_rows(sample, "persona_answers", "check_run_id", "answered_at") == stage_rows(
+        online, "persona_answers", "check_run_id", "answered_at"
+    )
+    assert rows(sample, "select status from persona_check_runs") == [("published",)]
+
+
+def test_killed_between_the_providers_create_and_its_record_a_resume_adopts_the_batch(sample):
+    with FakeBatchAPI(instant, scripts=[ONE_STEP]) as server:
+        command = [sys.executable, "-m", "cli.main", *judge_command(sample, "--base-url", server.base_url)]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+        # kill -9 once the provider has created the batch, before its answer reaches peras (so before the record)
+        server.on_create = lambda batch_id: os.kill(process.pid, signal.SIGKILL)
+        assert process.wait(timeout=120) == -signal.SIGKILL
+        server.on_create = None
+        assert (server.creates, len(server.submitted_ids)) == (1, 40)
+        # What peras knows: a submission recorded before the create, not yet known to be created.
+        assert rows(sample, "select batch_id like 'submitting-%', status, round, n_requests from llm_batches") == [
+            (True, "submitting", 1, 40)
+        ]
+        settings = batch_settings(sample, server)
+        done = judge_sample(settings, wait=True)
+        assert (done["n_judged_now"], done["n_failures"]) == (40, 0)
+        # Round 1 was adopted (found by its token in the batch's metadata), not created again: one create per round.
+        assert server.creates == 2
+        assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
+        lists = [r for r in server.requests if r.method == "GET" and r.path.split("?")[0].endswith("/v1/batches")]
+        assert len(lists) == 1
+    assert rows(settings, "select batch_id, round, status, n_requests from llm_batches order by round") == [
+        ("batch_1", 1, "completed", 40),
+        ("batch_2", 2, "completed", 40),
+    ]
+    assert rows(settings, "select distinct batch_id from llm_batch_requests order by 1") == [("batch_1",), ("batch_2",)]
+    assert rows(settings, "select status from judge_runs") == [("published",)]
+
+
+def test_the_request_budget_counts_batch_lines_and_a_round_never_submits_more_than_is_left(sample, capsys):
+    with FakeBatchAPI(instant, scripts=[ONE_STEP]) as server:
+        asked = judge_command(sample, "--base-url", server.base_url, "--request-budget", "30")
+        first = run_cli(capsys, *asked)
+        assert first.exit_code == 0, first.err
+        assert len(server.submitted_ids) == 30  # of the 40 labels round 1 needs
+        held = "request budget 30 (0 spent): 30 lines submitted, 10 held back (raise --request-budget to submit them)"
+        assert f"submitted now: batch_1. {held}. Next:" in first.out
+        # Round 2: the 30 lines are spent, nothing is left; the run stops with one line, nothing more submitted.
+        second = run_cli(capsys, *asked)
+        assert second.exit_code == 1
+        assert second.err == (
+            "error: request budget of 30 reached (30 requests and batch lines spent, 40 lines wait);"
+            " raise --request-budget to go on\n"
+        )
+        assert len(server.submitted_ids) == 30
+        # A larger budget goes on: 30 confidences + 10 labels, then the last 10 confidences; 80 lines in all.
+        more = judge_command(sample, "--base-url", server.base_url, "--request-budget", "80", "--wait")
+        done = run_cli(capsys, *more)
+        assert done.exit_code == 0, done.err
+        assert done.out.startswith("r: 40 judgments (")
+        assert len(server.submitted_ids) == 80 == len(set(server.submitted_ids))
+    assert rows(sample, "select round, n_requests from llm_batches order by 1") == [(1, 30), (2, 40), (3, 10)]
+    assert rows(sample, "select status from judge_runs") == [("published",)]
+
+
+def test_the_batch_poll_flow_carries_batch_runs_of_two_stages_to_the_end_unattended(sample):
+    from flows.batch_poll import batch_poll
+    from flows.pairwise import pairwise
+    from tests.test_pairwise_flow import truthful
+
+    def respond(request):
+        content = request["messages"][-1]["content"]
+        pairwise_asked = "[The Start of Passage" in content or '"selected_output"' in content
+        return truthful(request) if pairwise_asked else instant(request)
+
+    with FakeBatchAPI(respond, scripts=[ONE_STEP]) as server:
+        settings = batch_settings(sample, server)
+        assert judge_sample(settings)["batches"] == ["batch_1"]
+        asked = pairwise(collection="sample", pairs_per_topic=2, personalities=["default"], settings=settings)
+        assert (asked["n_waiting"], asked["batches"]) == (20, ["batch_2"])
+        # The poller's own settings (a worker's environment): no endpoint, online; each run's come from the warehouse.
+        poller = settings.model_copy(update={"base_urls": [], "model": None, "mode": "online"})
+        first = batch_poll(settings=poller)
+        assert (first["n_polled"], first["n_called"]) == (1, 2)  # batch_1 was collected by the pairwise call
+        assert sorted(first["runs"]) == [
+            "judge r: 40 items wait; submitted batch_3",
+            "pairwise sample-pairwise-fake-model: done (20 answered now)",
+        ]
+        assert rows(settings, "select status from pairwise_runs") == [("published",)]
+        second = batch_poll(settings=poller)
+        # batch_3 ended at the pairwise call's collection (every call collects its model's live batches), after
+        # the judge's call: the judge is called again now, and ends.
+        assert (second["n_polled"], second["runs"]) == (0, ["judge r: done (40 answered now)"])
+        third = batch_poll(settings=poller)
+        assert (third["n_polled"], third["runs"]) == (0, [])
+        assert server.creates == 3
+        assert len(server.chat_requests) == 0
+    assert rows(settings, "select status from judge_runs") == [("published",)]
+    assert rows(settings, "select count(*) from judgments where status = 'ok'") == [(40,)]
+    assert rows(settings, "select flow_name, parameters->>'run_name' from llm_batch_calls order by 1") == [
+        ("judge", "r"),
+        ("pairwise", None),
+    ]

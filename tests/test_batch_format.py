@@ -88,12 +88,21 @@ def test_a_bad_output_line_names_file_and_line(raw, message):
     assert str(raised.value).startswith(message)
 
 
-def test_a_stage_other_than_the_judge_refuses_batch_mode(tmp_path):
+def test_asking_online_only_refuses_batch_mode(tmp_path):
+    # Every stage's flow body hands batch mode to ask_in_batches; what calls ask_all itself (personas build) asks
+    # online only and says so in one line.
     settings = load_settings(warehouse=tmp_path / "w.duckdb", mode="batch")
-    identity = RunIdentity("w", "priming", "id", "name", "m", "b")
+    identity = RunIdentity("w", "persona_sets", "id", "name", "m", "b")
     with pytest.raises(UsageError) as raised:
         ask_all.fn(settings, Endpoint([], "m", "b"), identity, None, None, 10)
-    assert str(raised.value) == "--mode batch is not available for priming yet; ask it with --mode online"
+    assert str(raised.value) == "--mode batch is not available for persona_sets; ask it with --mode online"
+
+
+def test_wait_without_batch_mode_is_one_line(tmp_path, capsys):
+    from tests.helpers import run_cli
+
+    result = run_cli(capsys, "pairwise", "sample", "--wait", "--warehouse", str(tmp_path / "w.duckdb"))
+    assert (result.exit_code, result.err) == (2, "error: --wait waits for batch rounds: give it with --mode batch\n")
 
 
 class Journal:
@@ -147,3 +156,27 @@ def test_a_round_answers_regenerates_refuses_and_defers_by_the_lines_collected()
     pending = {cid: (rid, attempt, body.get("seed")) for cid, (rid, attempt, body) in batch.pending.items()}
     assert pending == {"regen-r1": ("regen", 1, 1000), "new": ("new", 0, None)}
     assert batch.pending["regen-r1"][2]["temperature"] == 0.7
+
+
+def test_the_study_endpoints_file_and_a_preset_give_the_mode(tmp_path):
+    from peras.models import load_model_presets
+    from tasks.study.endpoints import load_endpoints, model_settings
+
+    presets = load_model_presets()
+    path = tmp_path / "endpoints.toml"
+    path.write_text('[llama-3-8b]\nbase_urls = ["http://gpu:8000/v1"]\nmode = "batch"\n[gpt-4o]\n')
+    entries = load_endpoints(path, presets)
+    settings = load_settings(warehouse=tmp_path / "w.duckdb")
+    assert model_settings(settings, presets.get("llama-3-8b"), entries, path).mode == "batch"
+    batch_preset = presets.get("llama-3-8b").model_copy(update={"mode": "batch"})
+    entries["llama-3-8b"] = entries["llama-3-8b"].model_copy(update={"mode": None})
+    assert (
+        model_settings(settings, batch_preset, entries, path).mode == "batch"
+    )  # the preset's, when the file is silent
+    assert model_settings(settings, presets.get("llama-3-8b"), entries, path).mode == "online"
+    path.write_text('[llama-3-8b]\nmode = "offline"\n')
+    with pytest.raises(UsageError) as raised:
+        load_endpoints(path, presets)
+    assert str(raised.value).startswith(
+        f"endpoints file {path}: [llama-3-8b] mode: Input should be 'online' or 'batch'"
+    )

@@ -69,7 +69,7 @@ def test_every_entrypoint_imports_and_takes_its_parameters(monkeypatch):
 
 
 @pytest.mark.core
-def test_only_the_judge_runs_on_a_clock_and_metrics_then_report_follow_it():
+def test_only_the_judge_and_the_batch_poll_run_on_a_clock_and_metrics_then_report_follow_the_judge():
     by_name = {s.full_name: s for s in load_specs()}
     judge = by_name["judge/dl19-llama"]
     assert judge.crons == ["0 2 * * * UTC"]
@@ -80,7 +80,11 @@ def test_only_the_judge_runs_on_a_clock_and_metrics_then_report_follow_it():
         "backend": "vllm",
     }
     assert set(judge.tags) == LLAMA_TAGS
-    assert [s.full_name for s in by_name.values() if s.crons] == ["judge/dl19-llama"]
+    assert {s.full_name: s.crons for s in by_name.values() if s.crons} == {
+        "judge/dl19-llama": ["0 2 * * * UTC"],
+        "batch-poll/every-10-minutes": ["*/10 * * * * UTC"],
+    }
+    assert by_name["batch-poll/every-10-minutes"].parameters == {}
     assert {s.full_name: s.after for s in by_name.values() if s.after} == {
         "metrics/nightly": ["judge/dl19-llama"],
         "report/nightly": ["metrics/nightly"],

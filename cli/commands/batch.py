@@ -17,7 +17,7 @@ STATUS_HEADERS = ["batch", "round", "status", "requests", "answered", "failed", 
 
 @click.group()
 def batch() -> None:
-    """The batch rounds of a judge run asked with --mode batch (docs/batch.md).
+    """The batch rounds of a run (any LLM stage) asked with --mode batch (docs/batch.md).
 
     Running the judge command again collects what ended and submits the next round; these commands look at the
     rounds, collect or cancel them without asking anything, and move rounds to and from vLLM's offline batch runner.
@@ -33,12 +33,24 @@ def batch() -> None:
 
 
 def find_run(settings: Settings, run_name: str) -> tuple[str, str]:
-    """A judge run's id and model by name, or a usage error."""
+    """A run's id and model by name, whatever its stage (judge, pairwise, priming, ...), or a usage error."""
+    from peras.sql import run_statements
+    from tasks.engine.stage import present_declarations
+
+    found: list[tuple[str, str]] = []
     with open_migrated(settings.warehouse) as con:
-        row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
-    if row is None:
-        raise UsageError(f"no judge run named {run_name!r}; `peras runs list` shows the runs")
-    return str(row[0]), str(row[3])
+        for stage in present_declarations(con):
+            if stage.kind == "judge":
+                row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
+                found += [(str(row[0]), str(row[3]))] if row else []
+            else:
+                row = run_statements(con, stage.sql("select_run_by_name"), {"run_name": run_name}).fetchone()
+                found += [(str(row[1]), str(row[3]))] if row else []
+    if not found:
+        raise UsageError(f"no run named {run_name!r}; `peras runs list` shows the runs")
+    if len(found) > 1:
+        raise UsageError(f"runs of several stages are named {run_name!r}: rename one with `peras runs rename`")
+    return found[0]
 
 
 def echo_status(settings: Settings, run_id: str) -> None:
@@ -113,8 +125,8 @@ def cancel(settings: Settings, run_name: str, api_key_env: str | None) -> None:
     """
     from tasks.engine.batch_store import cancel_batches
 
-    run_id, _ = find_run(settings, run_name)
-    cancelled = cancel_batches(settings, run_id, api_key_env or settings.api_key_env)
+    run_id, model = find_run(settings, run_name)
+    cancelled = cancel_batches(settings, run_id, model, api_key_env or settings.api_key_env)
     click.echo(f"{run_name}: " + (", ".join(f"{b} {s}" for b, s in cancelled) or "no live batch to cancel"))
 
 

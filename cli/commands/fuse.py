@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, model_and_backend, run_flow, run_tags, settings_options
+from cli.common import bounded, mode_options, model_and_backend, run_flow, run_tags, settings_options, waiting_line
 from cli.tables import TextTable, print_text_table
 from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
@@ -32,6 +32,7 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
         help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
         " constrained: refuse an endpoint that enforces none [auto].",
     )
+    @mode_options
     @functools.wraps(func)
     def wrapper(
         *args: Any,
@@ -43,7 +44,7 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
         answer_format: str | None,
         **kwargs: Any,
     ) -> Any:
-        overrides = {
+        overrides = kwargs.pop("_settings_overrides", {}) | {
             "base_urls": list(fuser_base_urls) or None,
             "model": fuser_model,
             "api_key_env": api_key_env,
@@ -139,6 +140,9 @@ def fuse(
     )
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2, default=str))
+        return
+    if summary.get("n_waiting"):  # batch mode: the fuser's answers are still out
+        click.echo(waiting_line(summary))
         return
     import polars as pl  # not loaded for --help
 

@@ -9,7 +9,7 @@ import click
 from click.core import ParameterSource
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, waiting_line
 from cli.model_presets import check_served, model_preset_option
 from peras.errors import UsageError
 from peras.models import ModelPreset
@@ -89,27 +89,12 @@ def judging_parameters(judging: dict[str, Any], model_preset: ModelPreset | None
 def judged_line(result: dict[str, Any]) -> str:
     """What a judge run did, in one line (a batch-mode call whose items still wait says what to run next)."""
     if result.get("n_waiting"):
-        return waiting_line(result)
+        return waiting_line(result, "judgments")
     return (
         f"{result['run_name']}: {result['n_planned']:,} judgments ({result['n_judged_now']:,} new; "
         f"{result['n_sent']:,} requests sent, {result['n_cached']:,} reused), "
         f"{result['n_failures']:,} parse failures; model {result['model']} via {result['backend']}"
     )
-
-
-def waiting_line(result: dict[str, Any]) -> str:
-    """What a batch-mode call submitted and what to run next."""
-    name = result["run_name"]
-    head = (
-        f"{name}: {result['n_judged_now']:,} judgments made now, {result['n_waiting']:,} wait for batch answers; "
-        f"submitted now: {', '.join(result['batches']) or 'nothing (the requests are already out)'}. "
-    )
-    if result.get("offline"):
-        return head + (
-            f"Next: peras batch export {name} --output DIR, run `vllm run-batch -i FILE -o OUT` on each file, "
-            f"peras batch import {name} OUT..., then this command again"
-        )
-    return head + f"Next: this command again (or with --wait) collects and goes on; peras batch status {name}"
 
 
 def spread_line(result: dict[str, Any]) -> str:
@@ -154,13 +139,6 @@ def spread_line(result: dict[str, Any]) -> str:
     show_default=True,
     help="With --parts: the judge-part deployment the parts run as.",
 )
-@click.option(
-    "--mode",
-    type=click.Choice(["online", "batch"]),
-    help="How to ask: online, or batch (the OpenAI Batch API at --base-url at the provider's batch price; without "
-    "--base-url, files for vLLM's run-batch): docs/batch.md [settings: mode, online].",
-)
-@click.option("--wait", is_flag=True, help="With --mode batch: poll until every round is answered, then gate.")
 @judging_options
 @endpoint_options
 @model_preset_option
@@ -184,8 +162,6 @@ def judge(
     parts: int | None,
     split_by: str,
     deployment: str,
-    mode: str | None,
-    wait: bool,
 ) -> None:
     """Ask an LLM for a 0-3 label and a 0-100 confidence for every pair x personality x setting.
 
@@ -208,10 +184,6 @@ def judge(
     if subset is None and not all_topics:
         subset = default_subset(collection)
     check_served(model_preset, settings)
-    if mode is not None:
-        settings.mode = mode  # type: ignore[assignment]
-    if wait and settings.mode != "batch":
-        raise UsageError("--wait waits for batch rounds: give it with --mode batch")
     preflight.collection(settings, collection, subset)
     preflight.personalities(settings, list(personalities) or None, personality_set)
     if parts is None:  # with --parts each host's worker uses its own server
@@ -243,7 +215,7 @@ def judge(
         spread = run_flow(judge_fan_out, parts=parts, split_by=split_by, deployment=deployment, **asked)
         click.echo(spread_line(spread))
         return
-    result = run_flow(judge_flow, retry_failed=retry_failed, wait=wait, **asked)
+    result = run_flow(judge_flow, retry_failed=retry_failed, **asked)
     click.echo(judged_line(result))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, waiting_line
 from peras.errors import UsageError
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
@@ -109,6 +109,9 @@ def pairwise(
 
 def print_summary(summary: dict[str, Any]) -> None:
     """One line: the run, its size, what was sent."""
+    if summary.get("n_waiting"):  # batch mode: answers still out
+        click.echo(waiting_line(summary))
+        return
     click.echo(
         f"{summary['run_name']}: {summary['n_pairs']:,} pairs, {summary['n_planned']:,} answers "
         f"({summary['n_judged_now']:,} new; {summary['n_sent']:,} requests sent, {summary['n_cached']:,} reused), "

@@ -9,7 +9,16 @@ from typing import Any
 import click
 
 from cli.commands.recognize import recognize
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
+from cli.common import (
+    bounded,
+    endpoint_options,
+    endpoint_tags,
+    run_flow,
+    run_tags,
+    settings_options,
+    text_table,
+    waiting_line,
+)
 from peras.prompting import CANONICAL_ORDER
 from peras.settings import Settings
 
@@ -106,6 +115,9 @@ def check(
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The matrix, the pass/fail table, then one line of counts."""
+    if summary.get("n_waiting"):  # batch mode: answers still out
+        click.echo(waiting_line(summary))
+        return
     click.echo(f"Mean domain scores (1-5) over {summary['n_samples']} sampled answers per item:")
     echo_table(
         ["personality", *DOMAINS], [[row["personality"], *(row[d] for d in DOMAINS)] for row in summary["matrix"]]

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, waiting_line
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -149,6 +149,9 @@ def priming(
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The topic table of the first personality, the pooled table when there are several, the index."""
+    if summary.get("n_waiting"):  # batch mode: answers still out
+        click.echo(waiting_line(summary))
+        return
     from tasks.priming.tables import format_number, format_p
 
     console = Console(width=120)

@@ -7,7 +7,16 @@ from typing import Any
 
 import click
 
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, text_table
+from cli.common import (
+    bounded,
+    endpoint_options,
+    endpoint_tags,
+    run_flow,
+    run_tags,
+    settings_options,
+    text_table,
+    waiting_line,
+)
 from peras.settings import Settings
 
 DIMENSIONS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
@@ -73,6 +82,9 @@ def recognize(
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The check set's figures first (how far to trust what follows), shares, verdicts, accuracy, then counts."""
+    if summary.get("n_waiting"):  # batch mode: answers still out
+        click.echo(waiting_line(summary))
+        return
     for r in summary["check_scores"]:
         f1 = "-" if r["id_f1"] is None else f"{r['id_f1']:.2f}"
         accuracy = "-" if r["accuracy"] is None else f"{r['accuracy']:.2f}"

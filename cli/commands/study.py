@@ -85,10 +85,19 @@ def study(
         return
     result = run_flow(study_flow, tags=run_tags("study"), dry_run=False, **parameters)
     for run in result["judge_runs"]:
+        if run["n_waiting"]:
+            click.echo(f"judge {run['run_name']}: {run['n_waiting']:,} judgments wait for batch answers")
+            continue
         click.echo(
             f"judge {run['run_name']}: {run['n_planned']:,} judgments ({run['n_judged_now']:,} new; "
             f"{run['n_sent']:,} requests sent, {run['n_cached']:,} reused), {run['n_failures']:,} parse failures"
         )
+    if result["n_waiting_runs"]:
+        click.echo(
+            f"study: {result['n_waiting_runs']} runs wait for batch answers; run this command again (or let the"
+            " batch-poll deployment carry them: docs/batch.md), and the analyses follow once none waits"
+        )
+        return
     for run in result["priming_runs"]:
         click.echo(
             f"priming {run['run_name']}: {run['n_batches']:,} batches ({run['n_judged_now']:,} new; "

@@ -116,6 +116,10 @@ class BatchAPI:
             )
         ).model_dump()
 
+    def list_batches(self) -> list[dict[str, Any]]:
+        """Every batch of the account at this base URL, newest first (the SDK follows the pages)."""
+        return self._call(lambda: [batch.model_dump() for batch in self._client.batches.list(limit=100)])  # type: ignore[no-any-return]
+
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         """The batch object as it is now."""
         return self._call(lambda: self._client.batches.retrieve(batch_id)).model_dump()

@@ -29,8 +29,6 @@ from peras.sql import run_sql
 from peras.warehouse import connect
 from tasks.engine.spec import Answer, Ask, regeneration_params
 
-BATCH_KINDS = frozenset({"judge"})  # stages whose flows know that a batch run may end waiting
-
 
 class Deferred(Exception):
     """The request's answer comes in a later batch round: its item waits."""

@@ -35,8 +35,12 @@ def batch_api(settings: Settings, endpoint: Endpoint) -> BatchAPI | None:
 def submit(
     settings: Settings, api: BatchAPI | None, identity: RunIdentity, pending: dict[str, tuple[str, int, dict[str, Any]]]
 ) -> list[str]:
-    """Submit a round's lines (split at the providers' limits); their batch ids. Each batch is recorded with its
-    lines in one write right after it is created, so a resume polls it instead of submitting it again."""
+    """Submit a round's lines (split at the providers' limits); their batch ids.
+
+    Each batch is recorded with its lines BEFORE the provider creates it: as 'submitting', under a token that the
+    create call carries in the batch's metadata; then it takes the provider's batch id. A process killed between the
+    create and that second write leaves a 'submitting' batch, which the next call adopts (the provider's batch with
+    its token) instead of creating another (`settle_submissions`): a round is never created twice."""
     if not pending:
         return []
     with connect(settings.warehouse, read_only=True) as con:
@@ -47,14 +51,77 @@ def submit(
     for index, chunk in enumerate(split_lines([input_line(cid, pending[cid][2]) for cid in order])):
         chosen, start = order[start : start + len(chunk)], start + len(chunk)
         if api is None:
-            batch_id, file_id, status, url = f"file-{uuid.uuid4().hex[:16]}", None, "exported", None
+            batch_id = f"file-{uuid.uuid4().hex[:16]}"
+            record_batch(settings, identity, batch_id, round_, "exported", None, None, chosen, pending, keep_body=True)
         else:
             file_id = api.upload(b"".join(chunk), f"peras-{identity.run_name}-round{round_}-{index + 1}.jsonl")
-            created = api.create(file_id, {"peras_run": identity.run_name, "peras_round": str(round_)})
-            batch_id, status, url = str(created["id"]), str(created["status"]), public_url(api.base_url)
-        record_batch(settings, identity, batch_id, round_, status, file_id, url, chosen, pending, keep_body=api is None)
+            token = uuid.uuid4().hex
+            pending_id, url = f"{SUBMITTING}-{token}", public_url(api.base_url)
+            record_batch(settings, identity, pending_id, round_, SUBMITTING, file_id, url, chosen, pending, False)
+            created = api.create(file_id, submission_metadata(token, round_))
+            batch_id = adopt_batch(settings, pending_id, created)
         ids.append(batch_id)
     return ids
+
+
+SUBMITTING = "submitting"  # a batch recorded, not yet known to be created at the provider (its id: submitting-<token>)
+TOKEN_KEY = "peras_submission"
+
+
+def submission_metadata(token: str, round_: int) -> dict[str, str]:
+    """The metadata a batch is created with: its submission token (how a resume finds it) and its round."""
+    return {TOKEN_KEY: token, "peras_round": str(round_)}
+
+
+def adopt_batch(settings: Settings, pending_id: str, created: dict[str, Any]) -> str:
+    """The recorded submission takes the provider's batch id and status (one transaction); the batch id."""
+    params = {"pending_id": pending_id, "batch_id": str(created["id"]), "status": str(created["status"]),
+              "updated_at": now()}  # fmt: skip
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con, transaction(con):
+            run_sql(con, "engine/batch/adopt_batch", params)
+
+    retrying(write)
+    return str(created["id"])
+
+
+def settle_submissions(settings: Settings, api: BatchAPI, model: str) -> list[tuple[str, str]]:
+    """Every submission of the model at this Batch API recorded but not known to be created (a process killed
+    between create and record): adopt the provider's batch whose metadata carries its token, or create it now.
+    (batch id, 'adopted' or 'created')."""
+    with connect(settings.warehouse, read_only=True) as con:
+        rows = run_sql(
+            con, "engine/batch/select_submitting", {"model": model, "base_url": public_url(api.base_url)}
+        ).fetchall()
+    if not rows:
+        return []
+    made = {
+        str((batch.get("metadata") or {}).get(TOKEN_KEY)): batch
+        for batch in api.list_batches()
+        if (batch.get("metadata") or {}).get(TOKEN_KEY)
+    }
+    settled = []
+    for pending_id, round_, file_id in rows:
+        token = str(pending_id).removeprefix(f"{SUBMITTING}-")
+        found = made.get(token)
+        created = found or api.create(str(file_id), submission_metadata(token, int(round_)))
+        settled.append((adopt_batch(settings, pending_id, created), "adopted" if found else "created"))
+    return settled
+
+
+def within_budget(
+    settings: Settings, identity: RunIdentity, pending: dict[str, tuple[str, int, dict[str, Any]]]
+) -> tuple[dict[str, tuple[str, int, dict[str, Any]]], int, int]:
+    """The lines of a round that the run's --request-budget leaves room for (in custom_id order), how many are held
+    back, and how many the run has spent (every line of its batches counts, answered or not)."""
+    if settings.request_budget is None or not pending:
+        return pending, 0, 0
+    with connect(settings.warehouse, read_only=True) as con:
+        spent = int(run_sql(con, "engine/batch/select_budget_spent", {"run_id": identity.run_id}).fetchone()[0])
+    left = max(0, settings.request_budget - spent)
+    kept = sorted(pending)[:left]
+    return {cid: pending[cid] for cid in kept}, len(pending) - len(kept), spent
 
 
 def record_batch(
@@ -105,7 +172,9 @@ def record_batch(
 
 
 def collect(settings: Settings, api: BatchAPI, model: str) -> list[tuple[str, str]]:
-    """Poll the model's live batches at this Batch API; store what the ended ones answered. (batch id, status)."""
+    """Settle the model's unfinished submissions at this Batch API, poll its live batches, store what the ended
+    ones answered. (batch id, status)."""
+    settle_submissions(settings, api, model)
     seen = []
     for batch_id in live_batches(settings, api, model):
         batch = api.retrieve(batch_id)
@@ -286,9 +355,16 @@ def _refuse_answered(settings: Settings, requests: dict[str, str], where: dict[s
         )
 
 
-def cancel_batches(settings: Settings, run_id: str, api_key_env: str | None) -> list[tuple[str, str]]:
+def cancel_batches(settings: Settings, run_id: str, model: str, api_key_env: str | None) -> list[tuple[str, str]]:
     """Cancel a run's live batches: at the provider (it keeps what it answered, collected later), or, for exported
-    files, here (their requests go in the next round). (batch id, status)."""
+    files, here (their requests go in the next round). A submission not known to be created is settled first (it
+    is adopted, or created, then cancelled). (batch id, status)."""
+    for url in sorted({b["base_url"] for b in run_batches(settings, run_id) if b["status"] == SUBMITTING}):
+        api = BatchAPI(url, api_key_env, settings.request_timeout_s)
+        try:
+            settle_submissions(settings, api, model)
+        finally:
+            api.close()
     done = []
     for batch in run_batches(settings, run_id):
         if batch["collected_at"] is not None:

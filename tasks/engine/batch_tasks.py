@@ -1,6 +1,7 @@
 """Batch mode's Prefect task: collect what ended, run a pass from it, submit the next round; with `wait`, repeat.
 
-`ask_in_batches` takes the place of `ask_all` (tasks/engine/tasks.py) when `settings.mode` is 'batch'. It returns
+`ask_in_batches` takes the place of `ask_all` (tasks/engine/tasks.py) when `settings.mode` is 'batch', for every
+stage (tasks/engine/running.py run_stage, and the judge flow). It returns
 the engine's counts plus `n_waiting` (items whose answers are still out) and the batches it submitted; a flow whose
 run still waits ends there (the run's status is 'waiting', with what is out) and gates only when nothing waits.
 """
@@ -8,6 +9,7 @@ run still waits ends there (the run's status is 'waiting', with what is out) and
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,11 +17,21 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from peras.errors import UsageError
+from peras.errors import BudgetReached
 from peras.settings import Settings
-from tasks.engine.batch import BATCH_KINDS, load_round
-from tasks.engine.batch_store import batch_api, collect, live_batches, run_batches, submit, wait_line
-from tasks.engine.endpoint import Endpoint
+from peras.sql import run_sql
+from peras.warehouse import now, open_migrated, retrying, transaction
+from tasks.engine.batch import load_round
+from tasks.engine.batch_store import (
+    batch_api,
+    collect,
+    live_batches,
+    run_batches,
+    submit,
+    wait_line,
+    within_budget,
+)
+from tasks.engine.endpoint import Endpoint, public_url
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
@@ -40,13 +52,13 @@ def ask_in_batches(
 ) -> dict[str, Any]:
     """Collect the run's ended batches, answer every item whose answers are in, submit the requests still needed as
     the next round; with `wait`, poll every `batch_poll_s` and go on until no item waits."""
-    if identity.kind not in BATCH_KINDS:
-        raise UsageError(f"--mode batch asks the {', '.join(sorted(BATCH_KINDS))} stage; run {identity.kind} online")
     load_shards(settings.warehouse, settings.shards, identity)
+    if endpoint.base_urls:  # a Batch API: the batch-poll deployment can call the run again
+        record_call(settings, identity, public_url(endpoint.base_urls[0]))
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()
     api = batch_api(settings, endpoint)
-    totals, submitted, waiting = EngineStats(), [], 0
+    totals, submitted, waiting, budget_line = EngineStats(), [], 0, None
     try:
         while True:
             if api is not None:
@@ -62,7 +74,16 @@ def ask_in_batches(
             )  # fmt: skip
             stats = asyncio.run(engine.run(plan))
             _add(totals, stats)
-            submitted += submit(settings, api, identity, batch.pending)
+            allowed, held, spent = within_budget(settings, identity, batch.pending)
+            if held:
+                if not allowed and not any(b["collected_at"] is None for b in run_batches(settings, identity.run_id)):
+                    raise BudgetReached(
+                        f"request budget of {settings.request_budget:,} reached ({spent:,} requests and batch lines"
+                        f" spent, {held:,} lines wait); raise --request-budget to go on"
+                    )
+                budget_line = budget_held(settings, spent, len(allowed), held)
+                notice(f"{identity.run_name}: {budget_line}")
+            submitted += submit(settings, api, identity, allowed)
             waiting = stats.n_deferred
             if waiting == 0:
                 continue  # a pass that dropped outcomes is planned again; else the plan is empty now
@@ -74,11 +95,57 @@ def ask_in_batches(
     finally:
         if api is not None:
             api.close()
-    if waiting:
+    if not waiting:
+        finish_call(settings, identity)
+    else:
         set_run_status(
             settings.warehouse, identity, "waiting", wait_line(run_batches(settings, identity.run_id), waiting)
         )
-    return totals.as_dict() | {"n_waiting": waiting, "batches": submitted}
+    return totals.as_dict() | {"n_waiting": waiting, "batches": submitted, "budget_line": budget_line}
+
+
+def record_call(settings: Settings, identity: RunIdentity, base_url: str) -> None:
+    """Record how this run was called (the flow asking it and its parameters, settings left out): the batch-poll
+    deployment calls it again when its batches end (flows/batch_poll.py)."""
+    from prefect.runtime import flow_run
+
+    name = flow_run.flow_name
+    if not name:
+        return  # not inside a flow run: nothing to call again
+    parameters = {key: value for key, value in dict(flow_run.parameters).items() if key != "settings"}
+    params = {
+        "run_id": identity.run_id,
+        "kind": identity.kind,
+        "flow_name": name,
+        "parameters": json.dumps(parameters, default=str),
+        "base_url": base_url,
+        "model": identity.model,
+        "recorded_at": now(),
+    }
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con, transaction(con):
+            run_sql(con, "engine/batch/record_call", params)
+
+    retrying(write)
+
+
+def finish_call(settings: Settings, identity: RunIdentity) -> None:
+    """Nothing waits: the batch-poll deployment leaves the run alone from now on."""
+
+    def write() -> None:
+        with open_migrated(settings.warehouse) as con:
+            run_sql(con, "engine/batch/finish_call", {"run_id": identity.run_id, "finished_at": now()})
+
+    retrying(write)
+
+
+def budget_held(settings: Settings, spent: int, n_allowed: int, held: int) -> str:
+    """What the request budget held back of a round, in one line."""
+    return (
+        f"request budget {settings.request_budget:,} ({spent:,} spent): {n_allowed:,} lines submitted, {held:,} held"
+        " back (raise --request-budget to submit them)"
+    )
 
 
 def _add(totals: EngineStats, stats: EngineStats) -> None:

@@ -18,12 +18,21 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.prompting import Personality
 from peras.settings import Settings
+from tasks.engine.batch_tasks import ask_in_batches
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
 from tasks.engine.spec import RunIdentity, Stage
 from tasks.engine.stages import HeldPlan, Keyed
-from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run, store_personalities
+from tasks.engine.tasks import (
+    ask_all,
+    check_endpoint,
+    identify_warehouse,
+    opaque,
+    recorded_run,
+    run_counts,
+    store_personalities,
+)
 
 ConfigT = TypeVar("ConfigT")
 K = TypeVar("K", bound=Keyed)
@@ -73,6 +82,22 @@ class StageOutcome(Generic[ConfigT]):
     stats: dict[str, Any]
     n_failures: int
 
+    @property
+    def n_waiting(self) -> int:
+        """Batch mode: the items whose answers are still out (the run is 'waiting', not gated yet); online: 0."""
+        return int(self.stats.get("n_waiting", 0))
+
+    def waiting(self, n_planned: int) -> dict[str, Any]:
+        """What a batch-mode call that ends with items waiting returns: the run's counts, what it submitted now, and
+        whether its rounds are files for vLLM's run-batch (`offline`)."""
+        return run_counts(self.run, self.endpoint, self.stats) | {
+            "n_planned": n_planned,
+            "n_waiting": self.n_waiting,
+            "batches": self.stats["batches"],
+            "offline": not self.endpoint.base_urls,
+            "budget_line": self.stats.get("budget_line"),
+        }
+
 
 @task(cache_policy=NO_CACHE)
 def claim_stage_run(settings: Settings, warehouse_id: str, claim: RunClaim, endpoint: Endpoint) -> RunIdentity:
@@ -106,6 +131,9 @@ def run_stage(
 ) -> StageOutcome[ConfigT]:
     """Serve the endpoint, check it, claim the run, ask every planned item without a stored answer, gate.
 
+    With settings.mode 'batch' the asking is batch rounds (docs/batch.md): a call collects what ended, answers what
+    came back, submits the next round, and returns with the run 'waiting' (`StageOutcome.n_waiting`, no gate) until
+    a call finds nothing waiting; that call gates (settings.batch_wait: poll until then).
     The run is 'running' while it asks and 'failed' (with the reason) or 'failed_check' if anything here fails.
     """
     warehouse_id = identify_warehouse(settings)
@@ -121,6 +149,13 @@ def run_stage(
             recipe.prepare(settings, run)
             plan = HeldPlan(claim.stage.kind, run.run_id, planned)
             stage = recipe.stage(config)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
+            if settings.mode == "batch":  # one way for every stage: collect, a pass, submit the next round
+                stats = ask_in_batches(
+                    settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, settings.batch_wait
+                )
+                if stats["n_waiting"]:
+                    return StageOutcome(run, endpoint, config, stats, 0)  # gated by the call that ends the run
+            else:
+                stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
             n_failures = gate_stage_run(settings, run, opaque(recipe.planned_frame()), recipe.gate)
     return StageOutcome(run, endpoint, config, stats, n_failures)

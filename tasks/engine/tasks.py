@@ -134,8 +134,8 @@ def ask_all(
     Shards an earlier attempt left (a killed process) are loaded first, so what they hold is not asked again;
     when this returns, everything asked is in the warehouse.
     """
-    if settings.mode != "online":  # batch mode is the judge flow's ask_in_batches (tasks/engine/batch_tasks.py)
-        raise UsageError(f"--mode {settings.mode} is not available for {identity.kind} yet; ask it with --mode online")
+    if settings.mode != "online":  # batch mode is ask_in_batches (tasks/engine/batch_tasks.py), through run_stage
+        raise UsageError(f"--mode {settings.mode} is not available for {identity.kind}; ask it with --mode online")
     load_shards(settings.warehouse, settings.shards, identity)
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()  # else its failed items count as done and are never asked again

@@ -292,6 +292,7 @@ def summarize_waiting(run: RunIdentity, endpoint: Endpoint, n_planned: int, stat
         "n_waiting": stats["n_waiting"],
         "batches": stats["batches"],
         "offline": not endpoint.base_urls,
+        "budget_line": stats.get("budget_line"),
     }
 
 

@@ -7,6 +7,7 @@
     api_key_env = "OPENAI_API_KEY"  # the NAME of the variable (default: the preset's); never a key
     concurrency = 16
     answer_format = "free"        # auto (default), free or constrained (docs/constrained.md); wins over the preset's
+    mode = "batch"                # online (default) or batch (the provider's Batch API, docs/batch.md); the same
 
 A bad file, a preset without an entry or a hosted preset whose key variable is unset is one UsageError line.
 """
@@ -34,6 +35,7 @@ class EndpointEntry(BaseModel):
     api_key_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     concurrency: int | None = Field(None, ge=1)
     answer_format: Literal["auto", "free", "constrained"] | None = None
+    mode: Literal["online", "batch"] | None = None
 
 
 def load_endpoints(path: Path, presets: ModelPresets) -> dict[str, EndpointEntry]:
@@ -73,4 +75,7 @@ def model_settings(settings: Settings, preset: ModelPreset, entries: dict[str, E
     answer_format = entry.answer_format or preset.answer_format
     if answer_format is not None:
         update["answer_format"] = answer_format
+    mode = entry.mode or preset.mode
+    if mode is not None:
+        update["mode"] = mode
     return settings.model_copy(update=update)

@@ -105,16 +105,25 @@ def publish_study_plan(estimate: Estimate) -> None:
 def summarize_study(
     grid: StudyGrid, estimate: Estimate, judged: list[dict[str, Any]], classified: int, primed: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """What the CLI prints after the runs: each run's counts, and the requests sent against the estimate."""
+    """What the CLI prints after the runs: each run's counts, and the requests sent against the estimate. In batch
+    mode a run may still wait for answers (`n_waiting`): the study stops after the judge runs until none waits."""
     return {
         "estimate": estimate,
         "judge_runs": [
-            {key: r[key] for key in ("run_name", "n_planned", "n_judged_now", "n_sent", "n_cached", "n_failures")}
+            {
+                key: r.get(key, 0)
+                for key in ("run_name", "n_planned", "n_judged_now", "n_sent", "n_cached", "n_failures", "n_waiting")
+            }  # fmt: skip
             for r in judged
         ],
         "priming_runs": [
-            {key: r[key] for key in ("run_name", "n_batches", "n_judged_now", "n_sent", "n_failures")} for r in primed
+            {
+                key: r.get(key, 0)
+                for key in ("run_name", "n_batches", "n_judged_now", "n_sent", "n_failures", "n_waiting")
+            }  # fmt: skip
+            for r in primed
         ],
+        "n_waiting_runs": sum(bool(r.get("n_waiting")) for r in [*judged, *primed]),
         "n_classified": classified,
         "n_sent": sum(r["n_sent"] for r in judged),
     }
