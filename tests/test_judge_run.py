@@ -188,18 +188,21 @@ def test_a_deeper_pool_in_the_same_run_asks_only_the_new_pair(sample):
 
 
 @pytest.mark.integration
-def test_passages_without_text_are_reported_by_line_and_not_judged(sample):
+def test_passages_without_text_are_reported_by_line_and_not_judged(sample, tmp_path):
+    corpus = tmp_path / "x2-only.tsv"  # the one unlabelled passage given a text: the others have none
+    corpus.write_text(next(line for line in CORPUS.read_text().splitlines(keepends=True) if line.startswith("x2\t")))
     with FakeOpenAI(instant) as server:
-        result = judge(sample, server, corpus=None)
-        assert server.chat_requests == []
-    assert (result["n_pooled"], result["n_without_text"], result["n_planned"]) == (0, 4, 0)
+        result = judge(sample, server, depth=4, corpus=corpus)  # x2 is lexical's 4th
+        asked = {str(r.body["messages"]) for r in server.chat_requests}
+    assert (result["n_pooled"], result["n_without_text"], result["n_planned"]) == (1, 4, 1)
     assert result["examples"] == [
         f"{RUN}:2: query s1 passage x1: no passage text",
         f"{RUN}:6: query s2 passage x3: no passage text",
         f"{RUN}:10: query s1 passage x4: no passage text",
         f"{RUN}:12: query s2 passage x5: no passage text",
     ]
-    assert rows(sample, "select count(*) from judgments") == [(0,)]
+    assert rows(sample, "select query_id, doc_id from judgments") == [("s1", "x2")]
+    assert asked and all("Hard-boiled eggs keep for a week" in body for body in asked)
 
 
 @pytest.mark.integration
@@ -240,7 +243,7 @@ def test_corpus_jsonl_is_streamed_keeping_only_the_needed_passages(sample, tmp_p
     corpus = tmp_path / "corpus.jsonl.gz"
     corpus.write_bytes(gzip.compress("".join(json.dumps({"id": i, "contents": t}) + "\n" for i, t in records).encode()))
     with FakeOpenAI(instant) as server:
-        result = judge(sample, server, corpus=corpus)
+        result = judge(sample, server, depth=4, corpus=corpus)  # x2 is lexical's 4th
     assert (result["n_pooled"], result["n_from_corpus"]) == (3, 3)
     assert rows(sample, "select doc_id, text from pool_passages order by 1") == [
         ("x1", "one"),
