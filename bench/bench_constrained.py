@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -118,18 +119,22 @@ def run_one(
     print(f"{workload} {answer_format}: {' '.join(command[1:])} ...", flush=True)
     load_before = round(os.getloadavg()[0], 2)
     started = time.perf_counter()
-    process = subprocess.Popen(  # noqa: S603
-        ["nice", "-n", "10", *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = process.communicate(timeout=options.cell_timeout)
-        stopped = False
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGTERM)
-        stdout, stderr = process.communicate()
-        stopped = True
-    wall = time.perf_counter() - started
+    # Output to files, not pipes: a process the command leaves behind (Prefect's ephemeral server) would hold a pipe
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(  # noqa: S603
+            ["nice", "-n", "10", *command], env=env, stdout=out, stderr=err, text=True, start_new_session=True
+        )
+        try:
+            process.wait(timeout=options.cell_timeout)
+            stopped = False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C: what was answered is kept
+            process.wait()
+            stopped = True
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     said = [line for line in stderr.splitlines() if "answer format:" in line]
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
