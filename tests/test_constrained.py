@@ -19,6 +19,7 @@ from peras.llm.constraints import (
     constrain,
     constraint_fields,
     keyed_shape,
+    numbered_shape,
     probe_dialect,
     probe_params,
     resolve_answer_format,
@@ -29,6 +30,7 @@ from peras.llm.parsing import parse_confidence, parse_label
 from peras.prompting import PROMPT_NAMES
 from support.fake_openai import speaking
 from tasks.priming.prompt import parse_batch_answer
+from tasks.recognize.parsing import read_state
 
 pytestmark = pytest.mark.core
 
@@ -248,3 +250,54 @@ def test_constrained_refuses_an_endpoint_that_enforces_nothing():
 def test_the_probe_answers_differ_per_dialect():
     assert len(set(PROBE_ANSWERS.values())) == len(DIALECTS)
     assert probe_params(("llama.cpp",))["extra_body"] == {"grammar": 'root ::= "peras probe 3"'}
+
+
+# The recognize stage's state answer (tasks/recognize/parsing.py read_state), for an answer of 3 sentences.
+RECOGNIZE_ALLOWED = [
+    (
+        "[Dialogue 1]\n- analysis: The assessor hedges twice.\n- level: high\n- utterance ids: 1, 3",
+        {"level": "high", "utterance_ids": [1, 3], "analysis": "The assessor hedges twice."},
+    ),
+    (
+        "- analysis: It states a score.\n- level: uncertain\n- utterance ids: none",
+        {"level": "uncertain", "utterance_ids": [], "analysis": "It states a score."},
+    ),
+    ("- analysis:\n- level: low\n- utterance ids: 2,2", {"level": "low", "utterance_ids": [2], "analysis": ""}),
+]
+
+
+@pytest.mark.parametrize(("text", "value"), RECOGNIZE_ALLOWED)
+def test_a_recognize_answer_the_constraint_allows_reads_with_its_parser(text, value):
+    assert numbered_shape("recognize_state").for_count(3).allows(text)
+    assert read_state(text, 3).value == value
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- analysis: x\n- level: high\n- utterance ids: 4",  # names no sentence of a 3-sentence answer
+        "- analysis: x\n- level: high\n- utterance ids: none",  # high must cite a sentence
+        "- analysis: x\n- level: uncertain\n- utterance ids: 1",  # uncertain cites none
+        "- analysis: x\n- level: medium\n- utterance ids: 1",
+        "- analysis: x\nlevel: high\n- level: low\n- utterance ids: 1",  # a second analysis line
+    ],
+)
+def test_what_the_recognize_parser_refuses_or_misreads_the_constraint_does_not_allow(text):
+    assert not numbered_shape("recognize_state").for_count(3).allows(text)
+
+
+def test_the_recognize_ids_are_the_requests_sentence_numbers_in_each_dialect():
+    shape = numbered_shape("recognize_state").for_count(3)
+    assert shape.kind == "regex"
+    assert shape.grammar == (
+        'root ::= ("[Dialogue 1]\\n")? "- analysis:" [^\\n\\r]* "\\n- level: " verdict\n'
+        'verdict ::= ("high" | "low") "\\n- utterance ids: " id ("," " "? id)* '
+        '| "uncertain\\n- utterance ids: none"\n'
+        'id ::= ("3" | "2" | "1")'
+    )
+    assert constraint_fields(shape, "llama.cpp") == {"grammar": shape.grammar}
+    assert constraint_fields(shape, "vllm") == {"structured_outputs": {"regex": shape.regex}}
+    assert constraint_fields(shape, "openai") is None  # hosted APIs: JSON schemas only, the answer stays free text
+    assert numbered_shape("recognize_state").for_count(12).allows("- analysis: x\n- level: low\n- utterance ids: 12")
+    with pytest.raises(ValueError, match="recognize_trait"):
+        numbered_shape("recognize_trait")

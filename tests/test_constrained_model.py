@@ -14,11 +14,14 @@ import pytest
 
 from peras import local_model as lm
 from peras.llm.client import LLMClient
-from peras.llm.constraints import Probe, answer_shape, constrain, probe_dialect
+from peras.llm.constraints import Probe, answer_shape, constrain, numbered_shape, probe_dialect
 from peras.llm.joint_parsing import parse_self_answer
 from peras.llm.parsing import label_logprob_scores, label_token
 from peras.prompting import build_joint_messages, build_label_messages, build_pairwise_messages, select_personalities
 from peras.settings import Settings
+from tasks.recognize.parsing import read_state
+from tasks.recognize.prompt import state_messages
+from tasks.recognize.sentences import numbered, split_sentences
 
 pytestmark = pytest.mark.model
 
@@ -111,3 +114,12 @@ def test_each_grammar_is_accepted_and_kept_to(server, prompt):
     shape = answer_shape(prompt)
     text, _ = ask(server, messages, constrain({"temperature": 0.0, "max_tokens": 160}, shape, "llama.cpp"))
     assert re.fullmatch(shape.regex or "|".join(map(re.escape, shape.choice or ())), text), text
+
+
+def test_the_recognize_grammar_is_kept_to_and_its_ids_name_sentences(server):
+    sentences = split_sentences("The passage names the boiling point. It answers the query exactly. Final score: 3")
+    messages = state_messages("conscientiousness", numbered(sentences))
+    shape = numbered_shape("recognize_state").for_count(len(sentences))
+    text, _ = ask(server, messages, constrain({"temperature": 0.0, "max_tokens": 160}, shape, "llama.cpp"))
+    assert re.fullmatch(shape.regex or "", text), text
+    assert read_state(text, len(sentences)).ok

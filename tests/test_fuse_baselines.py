@@ -124,3 +124,15 @@ def test_majority_vote_is_the_baselines_label_and_the_summed_variant_differs():
     assert majority_vote(labels, conf).tolist() == [0]  # the study: the highest single confidence, 90
     assert majority_vote_summed(labels, conf).tolist() == [2]  # the variant: 120 summed against 100
     assert majority_vote_summed(np.array([[1, 2]]), np.array([[50.0, 50.0]])).tolist() == [1]
+
+
+def test_a_unanimous_vote_is_100_exactly_under_every_weighting():
+    # Found fusing the embedded model's judgments: one judge at confidence 60 gave the entropy vote
+    # 100 * w / w = 100.00000000000001, which fuse_votes' check (0-100) refused.
+    votes = baseline_votes(np.array([[3], [1]]), np.array([[60.0], [80.0]]))
+    assert {name: vote.confidence.tolist() for name, vote in votes.items()} == {
+        "vote_majority": [100.0, 100.0],
+        "vote_confidence": [100.0, 100.0],
+        "vote_sqrt_confidence": [100.0, 100.0],
+        "vote_entropy": [100.0, 100.0],
+    }

@@ -86,6 +86,25 @@ class KeyedShape:
 
 
 @dataclass(frozen=True)
+class NumberedShape:
+    """A regex (with its GBNF twin) whose `{id}` is one of the numbers 1..n, n given per request (the recognize
+    stage's utterance ids: the sentences of the answer it reads)."""
+
+    name: str
+    regex: str
+    grammar: str
+
+    def for_count(self, n: int) -> AnswerShape:
+        """The shape whose ids are exactly 1..n (longest first, so a regex alternative is never cut short)."""
+        if n < 1:
+            raise ValueError(f"{self.name}: no ids to allow (n = {n})")
+        numbers = [str(i) for i in range(n, 0, -1)]
+        regex = self.regex.replace("{id}", "(?:" + "|".join(numbers) + ")")
+        grammar = self.grammar.replace("{id}", "(" + " | ".join(f'"{i}"' for i in numbers) + ")")
+        return AnswerShape(self.name, regex=regex, grammar=grammar)
+
+
+@dataclass(frozen=True)
 class Probe:
     """What the probe found: the dialect requests are sent in (`free`: none) and what happened, said once."""
 
@@ -111,6 +130,14 @@ def keyed_shape(prompt: str) -> KeyedShape:
     shape = _shapes().get(prompt)
     if not isinstance(shape, KeyedShape):
         raise ValueError(f"prompt {prompt!r} has no keyed answer shape in {ANSWERS_FILE.name}")
+    return shape
+
+
+def numbered_shape(prompt: str) -> NumberedShape:
+    """The per-request id shape of a prompt's answer (the recognize stage's utterance ids)."""
+    shape = _shapes().get(prompt)
+    if not isinstance(shape, NumberedShape):
+        raise ValueError(f"prompt {prompt!r} has no numbered answer shape in {ANSWERS_FILE.name}")
     return shape
 
 
@@ -252,7 +279,7 @@ def _without(value: Any, keys: tuple[str, ...]) -> Any:
 
 
 @cache
-def _shapes() -> dict[str, AnswerShape | KeyedShape]:
+def _shapes() -> dict[str, AnswerShape | KeyedShape | NumberedShape]:
     try:
         data = tomllib.loads(ANSWERS_FILE.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -260,11 +287,17 @@ def _shapes() -> dict[str, AnswerShape | KeyedShape]:
     return {name: _shape(name, table) for name, table in data.items()}
 
 
-def _shape(name: str, table: dict[str, Any]) -> AnswerShape | KeyedShape:
+def _shape(name: str, table: dict[str, Any]) -> AnswerShape | KeyedShape | NumberedShape:
     kinds = [key for key in ("choice", "regex", "schema", "keys") if key in table]
     allowed = {"choice": {"choice"}, "regex": {"regex", "grammar"}, "schema": {"schema"}, "keys": {"keys", "value"}}
+    numbered = "ids" in table and kinds == ["regex"]
+    if numbered:
+        if set(table) != {"ids", "regex", "grammar"} or "{id}" not in table["regex"] or "{id}" not in table["grammar"]:
+            raise InputError(f"[{name}] needs ids, and regex with grammar both using {{id}}", ANSWERS_FILE)
+        re.compile(table["regex"].replace("{id}", "1"))
+        return NumberedShape(name, table["regex"], table["grammar"].strip())
     if len(kinds) != 1 or set(table) != allowed[kinds[0]]:
-        needs = "exactly one of choice, regex with grammar, schema, keys with value"
+        needs = "exactly one of choice, regex with grammar (and ids), schema, keys with value"
         raise InputError(f"[{name}] needs {needs}", ANSWERS_FILE)
     if kinds[0] == "keys":
         return KeyedShape(name, dict(table["value"]))

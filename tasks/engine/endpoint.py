@@ -11,6 +11,9 @@ from peras.llm.client import LLMClient
 from peras.settings import Settings, without_userinfo
 
 EMBEDDED = "llama.cpp"
+# The embedded server's request timeout at least: on two shared cores one long request (a recognize answer, a
+# 1,000-token prompt and 384 tokens) took over 120 s alone; a timed-out greedy request is asked again to the same end.
+EMBEDDED_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -66,13 +69,20 @@ def make_client(
     on_notice: Callable[[str], None] | None = None,
 ) -> LLMClient:
     """The client a run sends through: key variable, per-URL concurrency and machine-wide slots, retries,
-    the request deadline and the run's budget (`budget_spent` of it used by the run's earlier attempts)."""
+    the request deadline and the run's budget (`budget_spent` of it used by the run's earlier attempts).
+
+    The embedded server works on `local_parallel` requests at once: more in flight would wait in its queue with
+    their timeouts running (and be cancelled, their work lost, when the timeout ends), so at most that many are
+    sent, each with at least EMBEDDED_TIMEOUT_S."""
+    concurrency, timeout_s = settings.concurrency, settings.request_timeout_s
+    if endpoint.is_embedded:
+        concurrency, timeout_s = min(concurrency, settings.local_parallel), max(timeout_s, EMBEDDED_TIMEOUT_S)
     return LLMClient(
         endpoint.base_urls,
         endpoint.model,
         settings.api_key_env,
-        settings.concurrency,
-        settings.request_timeout_s,
+        concurrency,
+        timeout_s,
         settings.max_retries,
         settings.request_budget,
         slots_dir=settings.slots_dir,

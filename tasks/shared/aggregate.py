@@ -68,7 +68,7 @@ def decide(labels: np.ndarray, weights: np.ndarray, confidences: np.ndarray | No
     total = support.sum(axis=1)
     won = support[np.arange(len(winner)), winner]
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(total > 0, 100.0 * won / total, np.nan)
+        share = np.where(total > 0, 100.0 * (won / total), np.nan)  # won / total first: never above 100
     return Vote(winner, share)
 
 
