@@ -19,7 +19,11 @@ exit 0, or its gate verdict (given twice). Then, on every warehouse:
 - no shard file is left behind; the metric views hold only published runs;
 - a gate refuses a run only for its share of parse failures (every run asks one way, nothing is left missing).
 
-    .venv/bin/python bench/chaos_judge.py [--rounds 30] [--seed 14]   # writes bench/results/chaos-<date>[-N].json
+With --lake, a and b are DuckLake warehouses: their catalogs are two databases of one throwaway PostgreSQL
+(support/postgres.py), each with its own data path, their shards in the round's one shards directory
+(PERAS_SHARDS_DIR); every check is the same, read through peras.warehouse.connect.
+
+    .venv/bin/python bench/chaos_judge.py [--rounds 30] [--seed 14] [--lake]   # bench/results/chaos-<date>[-N].json
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,7 @@ from bench.common import headline, machine, print_headlines, versions, write_res
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
 from support.fake_openai import Chaos, fake_openai_process  # noqa: E402
+from support.postgres import Postgres, create_database, postgres_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # `python -m cli.main` run in ROOT: the code of this checkout, never the one an editable install points at (the
@@ -182,9 +187,42 @@ def plan_round(index: int, seed: int, max_kills: int = 2) -> RoundPlan:
 # Running a round.
 
 
-def peras_env(base_env: dict[str, str], warehouse: Path, plan: RoundPlan, slots: Path) -> dict[str, str]:
+def peras_env(base_env: dict[str, str], warehouse: Warehouse, plan: RoundPlan, slots: Path) -> dict[str, str]:
     """The environment of a peras process of the round: its warehouse, the round's settings, private slots."""
-    return {**base_env, **plan.env, "PERAS_WAREHOUSE": str(warehouse), "PERAS_ENDPOINT_SLOTS_DIR": str(slots)}
+    return {**base_env, **plan.env, **warehouse.env, "PERAS_ENDPOINT_SLOTS_DIR": str(slots)}
+
+
+@dataclass(frozen=True)
+class Warehouse:
+    """One warehouse of a round: the PERAS_WAREHOUSE setting (a file, or a DuckLake catalog), and its environment."""
+
+    target: Path
+    env: dict[str, str]
+
+
+def file_warehouses(directory: Path) -> dict[str, Warehouse]:
+    """a and b: two DuckDB files in the round's directory; their shards next to them (directory/shards)."""
+    return {
+        name: Warehouse(directory / f"{name}.duckdb", {"PERAS_WAREHOUSE": str(directory / f"{name}.duckdb")})
+        for name in ("a", "b")
+    }
+
+
+def lake_warehouses(directory: Path, pg: Postgres) -> dict[str, Warehouse]:
+    """a and b: two DuckLake warehouses, their catalogs two new databases of one PostgreSQL, each its own data path;
+    their shards in the round's one shards directory (as two files in one directory share theirs)."""
+    found = {}
+    for name in ("a", "b"):
+        database = f"chaos_{directory.name.replace('-', '_')}_{name}"  # chaos_round_01_a
+        target = f"ducklake:postgres:{create_database(pg, database)}"
+        env = {
+            "PERAS_WAREHOUSE": target,
+            "PERAS_LAKE_DATA_PATH": str(directory / f"lake-{name}"),
+            "PERAS_SHARDS_DIR": str(directory / "shards"),
+            "PERAS_ANALYST_SNAPSHOT": "false",
+        }
+        found[name] = Warehouse(Path(target), env)
+    return found
 
 
 class Journal:
@@ -293,12 +331,15 @@ def run_round(
     base_env: dict[str, str],
     hang_s: float = ATTEMPT_TIMEOUT_S,
     final_attempts: int = MAX_FINAL_ATTEMPTS,
+    pg: Postgres | None = None,
 ) -> dict[str, Any]:
-    """Ingest two warehouses, run the three judge processes with their kills against the chaos server, check."""
+    """Ingest two warehouses (files, or lakes on `pg`), run the three judge processes with their kills against the
+    chaos server, check."""
     directory = workdir / f"round-{plan.index:02d}"
     directory.mkdir(parents=True)
-    warehouses = {name: directory / f"{name}.duckdb" for name in ("a", "b")}
-    envs = {name: peras_env(base_env, path, plan, directory / "slots") for name, path in warehouses.items()}
+    warehouses = lake_warehouses(directory, pg) if pg is not None else file_warehouses(directory)
+    shards = directory / "shards"
+    envs = {name: peras_env(base_env, warehouse, plan, directory / "slots") for name, warehouse in warehouses.items()}
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=3) as pool:
         list(pool.map(ingest, envs.values()))
@@ -311,11 +352,14 @@ def run_round(
             runs = [future.result() for future in futures]
     server = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     checks, facts = {}, {}
-    for name, path in warehouses.items():
-        checks[name], facts[name] = check_warehouse(path, [s for s in plan.runs if s.warehouse == name])
-    checks["a+b"] = check_pair(warehouses)
+    for name, warehouse in warehouses.items():
+        checks[name], facts[name] = check_warehouse(
+            warehouse.target, shards, [s for s in plan.runs if s.warehouse == name]
+        )
+    checks["a+b"] = check_pair({name: w.target for name, w in warehouses.items()}, shards)
     return {
         "round": plan.index,
+        "backend": "ducklake" if pg is not None else "duckdb file",
         "seed": plan.seed,
         "faults": asdict(plan.faults),
         "env": plan.env,
@@ -430,8 +474,9 @@ order by all
 """
 
 
-def check_warehouse(path: Path, specs: list[RunSpec]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every invariant of one warehouse after its runs ended; and what it holds (statuses, counts, history)."""
+def check_warehouse(path: Path, shards: Path, specs: list[RunSpec]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every invariant of one warehouse (a file or a lake) after its runs ended, its shards in `shards`; and what it
+    holds (statuses, counts, history)."""
     item = "query_id, doc_id, personality, cot, confidence_method"
     with connect(path, read_only=True) as con:
         warehouse_id = rows(con, "select warehouse_id from warehouse_identity")[0][0]
@@ -537,19 +582,18 @@ def check_warehouse(path: Path, specs: list[RunSpec]) -> tuple[list[dict[str, An
             "llm_requests": rows(con, "select count(*) from llm_requests")[0][0],
             "request_history": dict(rows(con, "select why, count(*) from llm_request_history group by all")),
         }
-    leftover = [str(p) for p in (path.parent / "shards" / warehouse_id).rglob("*.jsonl") if p.stat().st_size > 0]
+    leftover = [str(p) for p in (shards / warehouse_id).rglob("*.jsonl") if p.stat().st_size > 0]
     out.append(check("no shard file left behind", leftover))
     return out, facts
 
 
-def check_pair(warehouses: dict[str, Path]) -> list[dict[str, Any]]:
-    """Across the two warehouses of one directory: distinct identities and run ids, no stray shard directory."""
+def check_pair(warehouses: dict[str, Path], shards: Path) -> list[dict[str, Any]]:
+    """Across the two warehouses of one round: distinct identities and run ids, no stray shard directory."""
     ids, run_ids = {}, {}
     for name, path in warehouses.items():
         with connect(path, read_only=True) as con:
             ids[name] = rows(con, "select warehouse_id from warehouse_identity")[0][0]
             run_ids[name] = {r for (r,) in rows(con, "select run_id from judge_runs")}
-    shards = next(iter(warehouses.values())).parent / "shards"
     stray = [p.name for p in shards.iterdir() if p.name not in ids.values()] if shards.is_dir() else []
     shared = sorted(run_ids["a"] & run_ids["b"])
     return [
@@ -631,6 +675,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--round", type=int, action="append", help="run only this round of the seed (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the rounds' warehouses and logs")
+    parser.add_argument(
+        "--lake", action="store_true", help="DuckLake warehouses, their catalogs on a throwaway PostgreSQL"
+    )
     args = parser.parse_args(argv)
 
     from support.prefect_server import prefect_server, server_env
@@ -639,18 +686,33 @@ def main(argv: list[str] | None = None) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="peras-chaos-"))
     home = workdir / "prefect"
     rounds: list[dict[str, Any]] = []
-    with prefect_server(home) as api_url:
+    out: Path | None = None
+    backend = "ducklake on PostgreSQL" if args.lake else "duckdb file"
+    with prefect_server(home) as api_url, postgres_server() if args.lake else nullcontext() as pg:
         base_env = {**os.environ, **server_env(home), "PREFECT_API_URL": api_url}
         for index in args.round or range(1, args.rounds + 1):
-            result = run_round(plan_round(index, args.seed), workdir, base_env)
+            result = run_round(plan_round(index, args.seed), workdir, base_env, pg=pg)
             rounds.append(result)
             print(summary_table([result])[-1], flush=True)
+            # the result file after every round (a run stopped early keeps the rounds it finished)
+            total = summarise(rounds, tree, args.seed, backend, pg.version if pg is not None else None, clock)
+            out = write_result("chaos", total | {"rounds_planned": len(args.round or range(args.rounds))}, started, out)
     print("\n".join(summary_table(rounds)))
-    found = findings(rounds)
-    for what, n in found.most_common():
+    for what, n in Counter(total["findings"]).most_common():
         print(f"{n:>6}  {what}")
+    print_headlines(total["headline"])
+    print(f"wrote {out}; rounds' files " + (f"kept in {workdir}" if args.keep else "removed"))
+    if not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def summarise(
+    rounds: list[dict[str, Any]], tree: dict[str, Any], seed: int, backend: str, postgres: str | None, clock: float
+) -> dict[str, Any]:
+    """The result file's content for the rounds run so far."""
+    found = findings(rounds)
     attempts = [a for r in rounds for run in r["runs"] for a in run["attempts"]]
-    faults = Counter()
+    faults: Counter[str] = Counter()
     for r in rounds:
         faults.update({k: v for k, v in r["server"].items() if k not in ("requests", "answered")})
     failed = [(r["round"], c["check"]) for r in rounds for g in r["checks"].values() for c in g if not c["ok"]]
@@ -661,10 +723,12 @@ def main(argv: list[str] | None = None) -> None:
         headline("attempts that hung", sum(a["hung"] for a in attempts), "", "0", not any(a["hung"] for a in attempts)),
         headline("invariant checks failed", len(failed), "", "0", not failed),
     ]
-    result = {
+    return {
         "versions": versions(),
         "code": {"at_start": tree, "at_end": git_state()},
-        "seed": args.seed,
+        "seed": seed,
+        "backend": backend,
+        "postgres": postgres,
         "minutes": round((time.monotonic() - clock) / 60, 1),
         "faults_injected": dict(faults),
         "failed_checks": failed,
@@ -672,11 +736,6 @@ def main(argv: list[str] | None = None) -> None:
         "headline": rows_,
         "rounds": [compact(r) for r in rounds],
     }
-    out = write_result("chaos", result, started)
-    print_headlines(rows_)
-    print(f"wrote {out}; rounds' files " + (f"kept in {workdir}" if args.keep else "removed"))
-    if not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

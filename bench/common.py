@@ -67,17 +67,20 @@ def headline(measure: str, value: float, unit: str, target: str, met: bool) -> d
     return {"measure": measure, "value": value, "unit": unit, "target": target, "met": bool(met)}
 
 
-def write_result(name: str, result: dict[str, Any], started: dict[str, Any]) -> Path:
-    """Write bench/results/<name>-<date>.json with the machine (load average before and after) and date."""
+def write_result(name: str, result: dict[str, Any], started: dict[str, Any], out: Path | None = None) -> Path:
+    """Write bench/results/<name>-<date>.json with the machine (load average before and after) and date.
+
+    `out`: rewrite that file (a benchmark writing its result after each round passes the path it got first)."""
     today = date.today().isoformat()
     machine_info = started | {"load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
     payload = {"benchmark": name, "date": today, "machine": machine_info, **result}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"{name}-{today}.json"
-    serial = 1
-    while out.exists():  # a later run the same day never overwrites an earlier result
-        serial += 1
-        out = RESULTS / f"{name}-{today}-{serial}.json"
+    if out is None:
+        out = RESULTS / f"{name}-{today}.json"
+        serial = 1
+        while out.exists():  # a later run the same day never overwrites an earlier result
+            serial += 1
+            out = RESULTS / f"{name}-{today}-{serial}.json"
     out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return out
 
