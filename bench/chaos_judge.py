@@ -678,6 +678,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--lake", action="store_true", help="DuckLake warehouses, their catalogs on a throwaway PostgreSQL"
     )
+    parser.add_argument(
+        "--hang-s",
+        type=float,
+        default=ATTEMPT_TIMEOUT_S,
+        help=f"an attempt running longer is a hang (default {ATTEMPT_TIMEOUT_S:.0f}; more on a heavily loaded machine)",
+    )
     args = parser.parse_args(argv)
 
     from support.prefect_server import prefect_server, server_env
@@ -691,11 +697,13 @@ def main(argv: list[str] | None = None) -> None:
     with prefect_server(home) as api_url, postgres_server() if args.lake else nullcontext() as pg:
         base_env = {**os.environ, **server_env(home), "PREFECT_API_URL": api_url}
         for index in args.round or range(1, args.rounds + 1):
-            result = run_round(plan_round(index, args.seed), workdir, base_env, pg=pg)
+            result = run_round(plan_round(index, args.seed), workdir, base_env, hang_s=args.hang_s, pg=pg)
             rounds.append(result)
             print(summary_table([result])[-1], flush=True)
             # the result file after every round (a run stopped early keeps the rounds it finished)
-            total = summarise(rounds, tree, args.seed, backend, pg.version if pg is not None else None, clock)
+            total = summarise(
+                rounds, tree, args.seed, args.hang_s, backend, pg.version if pg is not None else None, clock
+            )
             out = write_result("chaos", total | {"rounds_planned": len(args.round or range(args.rounds))}, started, out)
     print("\n".join(summary_table(rounds)))
     for what, n in Counter(total["findings"]).most_common():
@@ -707,7 +715,13 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def summarise(
-    rounds: list[dict[str, Any]], tree: dict[str, Any], seed: int, backend: str, postgres: str | None, clock: float
+    rounds: list[dict[str, Any]],
+    tree: dict[str, Any],
+    seed: int,
+    hang_s: float,
+    backend: str,
+    postgres: str | None,
+    clock: float,
 ) -> dict[str, Any]:
     """The result file's content for the rounds run so far."""
     found = findings(rounds)
@@ -727,6 +741,7 @@ def summarise(
         "versions": versions(),
         "code": {"at_start": tree, "at_end": git_state()},
         "seed": seed,
+        "hang_s": hang_s,
         "backend": backend,
         "postgres": postgres,
         "minutes": round((time.monotonic() - clock) / 60, 1),
