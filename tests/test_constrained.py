@@ -301,3 +301,24 @@ def test_the_recognize_ids_are_the_requests_sentence_numbers_in_each_dialect():
     assert numbered_shape("recognize_state").for_count(12).allows("- analysis: x\n- level: low\n- utterance ids: 12")
     with pytest.raises(ValueError, match="recognize_trait"):
         numbered_shape("recognize_trait")
+
+
+# What the embedded 0.5B model wrote free (2026-11-27): the facet paragraphs, never the summary line step 4 asks for.
+TRAIT_WITHOUT_SUMMARY = (
+    "In terms of anxiety, the assessor shows that they feel anxious (1). This shows that the assessor's trait level is"
+    " high in neuroticism.\n\nIn terms of depression, the assessor shows that they feel depressed (1).\n\nIn terms of"
+    " emotional volatility, the assessor is moody (1)."
+)
+
+
+def test_a_trait_answer_keeps_its_paragraphs_free_and_ends_with_the_summary_its_parser_reads():
+    from tasks.recognize.parsing import read_trait
+    from tasks.recognize.prompt import facets
+
+    shape = answer_shape("recognize_trait")
+    whole = f"{TRAIT_WITHOUT_SUMMARY}\nIn summary, it is judged that the assessor's trait level is high in neuroticism."
+    assert shape.allows(whole)
+    assert read_trait(whole, 1, facets("neuroticism"), "neuroticism").value["level"] == "high"
+    assert not shape.allows(TRAIT_WITHOUT_SUMMARY)
+    assert not read_trait(TRAIT_WITHOUT_SUMMARY, 1, facets("neuroticism"), "neuroticism").ok
+    assert constraint_fields(shape, "llama.cpp") == {"grammar": shape.grammar}

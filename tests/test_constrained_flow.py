@@ -17,7 +17,19 @@ from tests.test_pairwise_flow import shown, truthful
 
 pytestmark = pytest.mark.integration
 
-ARGS = ("--prompt", "all", "--personality", "default", "--pairs-per-topic", "1")
+# the personalized-judge study's three prompts (logp and mp, the overconfidence study's, are tested in test_pairwise_flow)
+ARGS = (
+    "--prompt",
+    "certainty",
+    "--prompt",
+    "tie",
+    "--prompt",
+    "self",
+    "--personality",
+    "default",
+    "--pairs-per-topic",
+    "1",
+)
 PROMPTS = {"certainty": "pairwise_certainty", "tie": "pairwise_tie", "self": "self_pairwise"}
 CONSTRAINT_FIELDS = {name for fields in DIALECT_FIELDS.values() for name in fields}
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from peras.llm.constraints import numbered_shape
+from peras.llm.constraints import answer_shape, numbered_shape
 from tasks.engine.spec import Answer, Ask, AskFn, request_params
 from tasks.engine.stages import ask_outcome
 from tasks.recognize.parsing import Parsed, read_state, read_trait
-from tasks.recognize.prompt import STATE_PROMPT, facets, state_messages, trait_messages
+from tasks.recognize.prompt import STATE_PROMPT, TRAIT_PROMPT, facets, state_messages, trait_messages
 from tasks.recognize.sentences import numbered, numbered_dialogues, split_sentences
 
 
@@ -129,6 +129,7 @@ class TraitStage:
             self.config.params(),
             "recognize_trait",
             lambda text: read_trait(text, n, facets(item.dimension), item.dimension),
+            shape=answer_shape(TRAIT_PROMPT),  # the facet paragraphs free, the summary line fixed
         )
         row = {"personality": item.personality, "dimension": item.dimension, "shown": item.shown}
         columns = ("level", "answer_ids", "facet_paragraphs", "summary")
