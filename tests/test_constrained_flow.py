@@ -17,7 +17,7 @@ from tests.test_pairwise_flow import shown, truthful
 
 pytestmark = pytest.mark.integration
 
-# the personalized-judge study's three prompts (logp and mp, the overconfidence study's, are tested in test_pairwise_flow)
+# the personalized-judge study's three prompts (logp and mp, the overconfidence study's: test_pairwise_flow)
 ARGS = (
     "--prompt",
     "certainty",
