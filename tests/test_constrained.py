@@ -291,7 +291,7 @@ def test_the_recognize_ids_are_the_requests_sentence_numbers_in_each_dialect():
     assert shape.kind == "regex"
     assert shape.grammar == (
         'root ::= ("[Dialogue 1]\\n")? "- analysis:" [^\\n\\r]* "\\n- level: " verdict\n'
-        'verdict ::= ("high" | "low") "\\n- utterance ids: " id ("," " "? id)* '
+        'verdict ::= ("high" | "low") "\\n- utterance ids: " id ("," " "? id){0,2} '
         '| "uncertain\\n- utterance ids: none"\n'
         'id ::= ("3" | "2" | "1")'
     )

@@ -99,8 +99,15 @@ class NumberedShape:
         if n < 1:
             raise ValueError(f"{self.name}: no ids to allow (n = {n})")
         numbers = [str(i) for i in range(n, 0, -1)]
-        regex = self.regex.replace("{id}", "(?:" + "|".join(numbers) + ")")
-        grammar = self.grammar.replace("{id}", "(" + " | ".join(f'"{i}"' for i in numbers) + ")")
+        regex_id = "(?:" + "|".join(numbers) + ")"
+        # `{more_ids}`: at most n - 1 further ids, so a list never outgrows the answer's sentences (unbounded, the
+        # embedded model looped "1, 2, 3, 1, 2, 3, ..." until its token cap)
+        more_regex = f"(?:, ?{regex_id}){{0,{n - 1}}}" if n > 1 else ""
+        more_grammar = f' ("," " "? id){{0,{n - 1}}}' if n > 1 else ""
+        regex = self.regex.replace("{more_ids}", more_regex).replace("{id}", regex_id)
+        grammar = self.grammar.replace("{more_ids}", more_grammar).replace(
+            "{id}", "(" + " | ".join(f'"{i}"' for i in numbers) + ")"
+        )
         return AnswerShape(self.name, regex=regex, grammar=grammar)
 
 
