@@ -34,6 +34,7 @@ from peras.settings import Settings, load_settings  # noqa: E402
 from peras.warehouse import connect, migrations, open_migrated  # noqa: E402
 from support.fake_openai import FakeOpenAI, Reply, instant  # noqa: E402
 from support.prefect_server import free_port  # noqa: E402
+from tasks.engine import shards  # noqa: E402
 from tests.conftest import SHARED_DATA  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
 from tests.test_warehouse_tools import ATTACKS, REFUSED, file_digests  # noqa: E402
@@ -183,6 +184,55 @@ def test_two_judge_processes_at_once_on_one_lake_both_commit_everything(lake):
     assert sorted(per_run) == sorted((run_id, 24, 24, 24) for run_id in ids.values())
     # every shard was loaded (none left behind by a lost commit)
     assert [path for path in lake.shards.rglob("*") if path.is_file()] == []
+
+
+@pytest.mark.parametrize("dedupe_by", ["this run's loader", "another run's loader"])
+def test_a_judgment_built_on_a_request_copy_that_went_is_derived_again_from_the_one_that_stayed(
+    lake, monkeypatch, dedupe_by
+):
+    """A lake has no keys: two loaders committing one request at once both store it, and the copy stored first stays
+    (sql/engine/dedupe_requests.sql). Another run's copy, stored first, reads otherwise than this run's: the judgment
+    this run built on its copy leaves the run ('request copy replaced') and is derived again from the copy that stayed,
+    whether this run's loader brought the copies back to one or another run's did (then this run learns it only by
+    counting what is left after its pass). Found by `bench/chaos_judge.py --lake` (round 1, seed 14): the judgment
+    stayed, the gate refused it as not derivable, and a resume planned nothing."""
+    ingest(preset="sample", settings=lake)
+    dedupe = shards._dedupe_requests
+    other: list[tuple[str, float, float]] = []  # the request, its answer for this run, the other run's answer
+
+    def another_loader_stored_one_first(con, identity):
+        if not other:
+            found = con.execute(
+                "select r.request_id, r.parsed_value from llm_requests as r"
+                " inner join judgments as j on j.label_request_id = r.request_id"
+                " where r.request_id in (select request_id from staged_requests) and r.parse_status = 'ok' limit 1"
+            ).fetchone()
+            if found is not None:
+                request_id, value = found
+                other.append((request_id, value, 0.0 if value else 1.0))
+                con.execute(  # the other loader's copy, committed first: another run, another answer
+                    "insert into llm_requests select * replace ("
+                    " 'another-run' as run_id, cast(cast($value as integer) as varchar) as raw_text,"
+                    " $value as parsed_value, created_at - interval 1 hour as created_at)"
+                    " from llm_requests where request_id = $request_id",
+                    {"request_id": request_id, "value": other[0][2]},
+                )
+        moved = dedupe(con, identity)
+        return moved if dedupe_by == "this run's loader" else 0  # another process's loader: this run is not told
+
+    monkeypatch.setattr(shards, "_dedupe_requests", another_loader_stored_one_first)
+    summary, _ = judge_sample(lake)
+    [(request_id, went, stayed)] = other
+    assert (summary["n_planned"], summary["n_failures"]) == (16, 0)
+    assert query(lake, "select status from judge_runs") == [("published",)]
+    # the copy that stayed is the only one, and the judgment built on it reads so
+    assert query(lake, f"select run_id, parsed_value from llm_requests where request_id = '{request_id}'") == [
+        ("another-run", stayed)
+    ]
+    assert query(lake, f"select label from judgments where label_request_id = '{request_id}'") == [(int(stayed),)]
+    assert query(lake, "select count(*) from judgments") == [(16,)]
+    # the judgment built on the copy that went is kept in the history, with why
+    assert query(lake, "select label, why from judgment_history") == [(int(went), "request copy replaced")]
 
 
 # An analyst's loop on one read-only connection to the lake, until the stop file appears: every count seen, the

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from peras import lake
 from peras.errors import BudgetReached, RequestRejected
 from peras.llm.client import LLMClient
 from peras.llm.constraints import FREE, constrain
@@ -69,6 +70,7 @@ class Engine:
         self.concurrency = concurrency
         self.rows_per_shard = rows_per_shard
         self.retry_failed = retry_failed
+        self.on_lake = lake.is_lake(warehouse)
         self.on_item = on_item
         self.on_shard = on_shard
         self.answer_format = answer_format  # the constraint dialect (peras/llm/constraints.py); 'free': none
@@ -89,21 +91,30 @@ class Engine:
         try:
             await self.thread.call(self.cache.refresh)
             while self.stats.passes < MAX_PASSES:
-                self.stats.passes += 1
-                if self.stats.passes > 1:
+                if self.stats.passes > 0:
                     # Counted from here: fetch queues its query on the warehouse thread and waits, so calling it
                     # on that thread would wait forever. Answers stored since the run began (those that outvoted
                     # this run's at loading) are read again, so the pass derives from them instead of asking.
                     if plan.count(self.thread.fetch) == 0:
                         break
                     await self.thread.call(self.cache.refresh)
+                self.stats.passes += 1
                 dropped_before = self.stats.n_dropped
                 await self._one_pass(plan.items(self.thread.fetch))
-                if self.stats.n_dropped == dropped_before:
+                if self.stats.n_dropped == dropped_before and not self._may_have_lost_outcomes():
                     break
         finally:
             self.thread.close()
         return self.stats
+
+    def _may_have_lost_outcomes(self) -> bool:
+        """Whether outcomes this pass stored may have left the run since (so what is left is counted again).
+
+        On a lake, another run's loader may bring a request both stored back to one after this run's last load, and
+        a judgment of this run built on the copy that went leaves it (sql/judge/drop_on_replaced_copies.sql).
+        Not when failures are asked again (they stay planned) or a batch round is waiting (deferred items too).
+        """
+        return self.on_lake and not self.retry_failed and self.stats.n_deferred == 0
 
     async def _one_pass(self, items: Iterator[Any]) -> None:
         loop = asyncio.get_running_loop()

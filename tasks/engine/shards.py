@@ -25,7 +25,7 @@ from peras.errors import CheckFailed
 from peras.sql import run_sql, run_statements
 from peras.warehouse import connect, now, retrying, retrying_bounded, transaction
 from tasks.engine.spec import Attempt, RunIdentity
-from tasks.engine.stage import sql_of
+from tasks.engine.stage import present_declarations, sql_of
 
 # Outcomes per shard by default (--chunk-size): each full shard is loaded while asking goes on, under the tight
 # memory cap of sql/warehouse/set_memory_tight.sql, which a shard of this many judgments fits (a larger one is
@@ -129,7 +129,7 @@ def load_shards(
             with transaction(con):
                 dropped = _load(con, identity, files, params)
             if files["requests"] and lake.in_lake(con):  # no keys: another loader may have stored a request too
-                retrying(lambda: _dedupe_requests(con))
+                dropped += retrying(lambda: _dedupe_requests(con, identity))
             return dropped
 
     dropped = retrying_bounded(load)  # a DuckLake commit another writer's beat is loaded again, whole
@@ -180,9 +180,22 @@ def _check_current_attempt(con: Any, identity: RunIdentity, attempt: Attempt) ->
         )
 
 
-def _dedupe_requests(con: Any) -> None:
+def _dedupe_requests(con: Any, identity: RunIdentity) -> int:
+    """Bring requests stored twice back to one; outcomes built on a copy that went and no longer derivable leave
+    their runs (stages declaring `drop_on_replaced_copies`). Returns how many of `identity`'s run left."""
+    replaced_at = now()
     with transaction(con):
-        run_sql(con, "engine/dedupe_requests", {"replaced_at": now()})
+        run_sql(con, "engine/dedupe_requests", {"replaced_at": replaced_at})
+        moved = 0
+        for stage in present_declarations(con):
+            if REDERIVED in stage.own_sql:
+                params = {"replaced_at": replaced_at, "run_id": identity.run_id}
+                moved += int(run_statements(con, stage.sql(REDERIVED), params).fetchone()[0])
+        return moved
+
+
+# What a stage whose outcomes are re-derived from their requests does after copies of a request went.
+REDERIVED = "drop_on_replaced_copies"
 
 
 def _refuse_foreign(con: Any, kind: str, paths: list[str], params: dict[str, Any]) -> None:
