@@ -1,9 +1,11 @@
-"""Small helpers shared by tests: run the real CLI in-process, snapshot a warehouse."""
+"""Small helpers shared by tests: run the real CLI in-process, snapshot a warehouse, wait for subprocesses."""
 
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,3 +58,16 @@ def snapshot(path: Path) -> str:
     finally:
         con.close()
     return digest.hexdigest()
+
+
+def outputs_of(procs: list[subprocess.Popen[str]], timeout_s: float) -> list[tuple[str, str]]:
+    """Each process's (stdout, stderr) once all have ended; if any is still running after `timeout_s` (a hang, or a
+    very loaded machine), every one of them is killed before the test fails, so none outlives the test."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        return [proc.communicate(timeout=max(1.0, deadline - time.monotonic())) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
