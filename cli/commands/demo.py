@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli.common import bounded, endpoint_tags, run_flow, run_tags, settings_options
+from cli.tables import WIDTH
 from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
@@ -59,7 +60,7 @@ def demo(
     tags = run_tags("demo", "sample", **endpoint_tags(settings, None))
     result = run_flow(demo_flow, tags=tags, limit_pairs=limit_pairs, trials=trials, settings=settings)
     judged = result["judged"]
-    console = Console()
+    console = Console(width=WIDTH)  # in a log too: rich would wrap at 80 columns there
     console.print(f"ingest: {result['ingested']['collection_id']} {result['ingested']['status']}")
     console.print(
         f"judge: {judged['run_name']}: {judged['n_planned']:,} judgments "
