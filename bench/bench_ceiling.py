@@ -54,7 +54,7 @@ from peras.settings import load_settings  # noqa: E402
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
 from support.prefect_server import prefect_server  # noqa: E402
-from tasks.judge.tasks import EMBEDDED_MAX_TOKENS  # noqa: E402
+from tasks.judge.runs import EMBEDDED_MAX_TOKENS  # noqa: E402
 
 TARGET_RATIO = 0.95
 

@@ -74,7 +74,9 @@ def by_package(importtime: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--keep", type=Path, help="directory to keep the profile and the -X importtime report in")
+    options = parser.parse_args()
+    rounds = options.rounds
     started = machine()
     with tempfile.TemporaryDirectory(prefix="peras-fixed-cost-") as tmp:
         home, warehouse, profile = Path(tmp) / "prefect", Path(tmp) / "w.duckdb", Path(tmp) / "judge.prof"
@@ -94,6 +96,10 @@ def main() -> None:
             command = [sys.executable, "-X", "importtime", *peras_command(*judge_args(base_url))]
             imported = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stderr
             imports = by_package(imported)
+            if options.keep:
+                options.keep.mkdir(parents=True, exist_ok=True)
+                (options.keep / "judge.prof").write_bytes(profile.read_bytes())
+                (options.keep / "importtime.txt").write_text(imported, encoding="utf-8")
     median = statistics.median(walls)
     result: dict[str, Any] = {
         "what": "peras judge sample (40 judgments stored) run again: nothing to ask",

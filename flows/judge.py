@@ -31,10 +31,9 @@ from tasks.judge.fan_out import (
     split_parts,
     summarize_fan_out,
 )
+from tasks.judge.runs import check_methods, judge_config
 from tasks.judge.tasks import (
     check_judge_run,
-    check_methods,
-    judge_config,
     judge_run_name,
     judge_stage,
     load_pairs,

@@ -244,7 +244,8 @@ def test_gate_names_each_foreign_or_contradicting_item_and_rederives_a_lost_one(
 def test_gate_names_a_missing_item(sample):
     from peras.prompting import select_personalities
     from tasks.engine.endpoint import Endpoint
-    from tasks.judge.tasks import check_judge_run, judge_config, load_pairs, plan_judgments, register_run
+    from tasks.judge.runs import judge_config
+    from tasks.judge.tasks import check_judge_run, load_pairs, plan_judgments, register_run
 
     with FakeOpenAI(instant) as server:
         judge(

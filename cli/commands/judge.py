@@ -189,6 +189,19 @@ def judge(
     if parts is None:  # with --parts each host's worker uses its own server
         preflight.endpoint(settings)
     cot_settings = cot_settings_for(cot, model_preset)
+    if parts is None and not retry_failed:  # nothing to ask and nothing to change: said without Prefect
+        from tasks.judge.runs import check_methods
+        from tasks.judge.settled import settled
+        from tasks.shared.personalities import choose_personalities
+
+        chosen = choose_personalities(settings, list(personalities) or None, personality_set)
+        methods_asked = check_methods(list(methods) or None)
+        done = settled(
+            settings, collection, subset, chosen, cot_settings, methods_asked, run_name, limit_pairs, n_samples, backend
+        )
+        if done is not None:
+            click.echo(judged_line(done))
+            return
     asked: dict[str, Any] = {
         "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
         "collection": collection,

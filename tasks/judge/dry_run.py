@@ -15,7 +15,8 @@ from peras.warehouse import connect
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.spec import RunIdentity
 from tasks.judge.asking import JudgeConfig
-from tasks.judge.tasks import check_same_run, judge_config, judge_stage, load_pairs, plan_judgments, run_parameters
+from tasks.judge.runs import check_same_run, judge_config, run_parameters
+from tasks.judge.tasks import judge_stage, load_pairs, plan_judgments
 from tasks.shared.dry_run import DryRun
 
 

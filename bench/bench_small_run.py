@@ -1,0 +1,116 @@
+"""Benchmark: a small run, whole command (issue 35, goal 1): `peras judge` of 400 DL19 pairs against its peers.
+
+Same instant scripted server (`support.fake_openai`, its own process), same 400 DL19 pairs (the first 400 of the
+collection in PERAS's order), one request per pair for everyone, `--concurrency` requests in flight:
+- peras: `peras judge dl19 --all-topics --limit-pairs 400 --personality default --cot without
+  --confidence-method self` (one request per judgment: label and confidence in one answer), on a fresh copy of a
+  warehouse with DL19 ingested (so nothing is reused), with a running Prefect server, as a user runs it;
+- sdk: the UMBRELA-style stand-in (bench/peer_loops.py --loop sdk: UMBRELA does not install here), one OpenAI SDK
+  client, a semaphore, one request per pair, imports and start counted;
+- raw: a bare asyncio loop over keep-alive connections (bench/peer_loops.py --loop raw), the ceiling.
+Rounds are interleaved (the order rotates each round); each command's wall and CPU time, medians, and the
+per-round ratio peras / sdk (target <= 1).
+
+    .venv/bin/python bench/bench_small_run.py [--rounds 3] [--pairs 400]   # bench/results/small-run-<date>.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import finish, headline, machine, peras_command, peras_env, timed, versions  # noqa: E402
+from peras.sql import run_sql  # noqa: E402
+from peras.warehouse import connect  # noqa: E402
+from support.fake_openai import DEFAULT_MODEL, fake_openai_process  # noqa: E402
+from support.prefect_server import prefect_server  # noqa: E402
+
+LOOPS = Path(__file__).with_name("peer_loops.py")
+CONCURRENCY = 8  # settings.concurrency's default: what `peras judge` sends at once on one endpoint
+
+
+def peras_args(base_url: str, pairs: int, run_name: str) -> list[str]:
+    return [
+        "judge", "dl19", "--all-topics", "--limit-pairs", str(pairs), "--personality", "default", "--cot", "without",
+        "--confidence-method", "self", "--base-url", base_url, "--model", DEFAULT_MODEL, "--run-name", run_name,
+        "--concurrency", str(CONCURRENCY),
+    ]  # fmt: skip
+
+
+def export_pairs(warehouse: Path, n_pairs: int, out: Path) -> None:
+    """The first `n_pairs` DL19 pairs in PERAS's order, as the peers read them (query and passage text)."""
+    with connect(warehouse, read_only=True) as con:
+        rows = run_sql(con, "judge/select_pairs", {"collection_id": "dl19", "subset_name": None}).fetchall()
+    lines = [json.dumps({"query": q, "passage": p}) for _, _, q, p, _ in rows[:n_pairs]]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=400)
+    options = parser.parse_args()
+    started = machine()
+    walls: dict[str, list[float]] = {"peras": [], "sdk": [], "raw": []}
+    cpus: dict[str, list[float]] = {name: [] for name in walls}
+    said: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="peras-small-run-") as tmp:
+        home, base, pairs_file = Path(tmp) / "prefect", Path(tmp) / "base.duckdb", Path(tmp) / "pairs.jsonl"
+        with prefect_server(home) as api_url, fake_openai_process() as base_url:
+            timed(peras_command("ingest", "dl19"), peras_env(home, api_url, base))
+            export_pairs(base, options.pairs, pairs_file)
+            for index in range(options.rounds):
+                order = ["peras", "sdk", "raw"]
+                order = order[index % 3 :] + order[: index % 3]
+                for name in order:
+                    if name == "peras":  # a fresh copy: nothing reused from an earlier round
+                        warehouse = Path(tmp) / f"round{index}.duckdb"
+                        shutil.copy2(base, warehouse)
+                        command = peras_command(*peras_args(base_url, options.pairs, f"small-{index}"))
+                        env = peras_env(home, api_url, warehouse)
+                    else:
+                        command = [sys.executable, str(LOOPS), "--loop", name, "--pairs", str(pairs_file)]
+                        command += ["--base-url", base_url, "--model", DEFAULT_MODEL]
+                        command += ["--concurrency", str(CONCURRENCY)]
+                        env = peras_env(home, api_url, base)
+                    wall, cpu, output = timed(command, env)
+                    walls[name].append(wall)
+                    cpus[name].append(cpu)
+                    said[name] = output.strip().splitlines()[-1]
+                    print(f"round {index + 1} {name}: {wall:.2f} s wall, {cpu:.2f} s CPU", flush=True)
+    ratios = [p / s for p, s in zip(walls["peras"], walls["sdk"], strict=True)]
+    median = {name: statistics.median(values) for name, values in walls.items()}
+    result: dict[str, Any] = {
+        "what": f"{options.pairs} DL19 pairs, one request each, instant server, concurrency {CONCURRENCY}, "
+        "whole commands (peras with a running Prefect server)",
+        "rounds": options.rounds,
+        "wall_s": {name: [round(w, 3) for w in values] for name, values in walls.items()},
+        "cpu_s": {name: [round(c, 3) for c in values] for name, values in cpus.items()},
+        "median_wall_s": {name: round(value, 3) for name, value in median.items()},
+        "ratio_peras_over_sdk_per_round": [round(r, 3) for r in ratios],
+        "ratio_peras_over_raw_median": round(median["peras"] / median["raw"], 3),
+        "said": said,
+        "versions": versions("prefect", "openai"),
+        "headline": [
+            headline(
+                "small run: peras / UMBRELA-style loop, wall (median of rounds)",
+                statistics.median(ratios),
+                "x",
+                "<= 1",
+                statistics.median(ratios) <= 1,
+            )
+        ],
+    }
+    finish("small-run", result, started)
+
+
+if __name__ == "__main__":
+    main()

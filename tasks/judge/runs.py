@@ -1,0 +1,139 @@
+"""What a judge run is, without Prefect: its name, its parameters, what it plans and what its gate compares.
+
+The judge tasks (tasks/judge/tasks.py) and the check that a run has nothing left to ask (tasks/judge/settled.py,
+run by `peras judge` before Prefect is imported) share these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import polars as pl
+
+from peras.errors import UsageError
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.stage import declaration
+from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan
+
+# The 0.5B model answers a label or a confidence in 1-3 tokens; a 'self' JSON or a 'certainty' answer needs room.
+EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6, "joint": 96}
+# What a run is: changing any of these changes the answers, so it needs another run name. Everything else
+# (pairs, limits, subsets, personalities, CoT settings) only narrows or extends what the run has judged.
+IDENTITY_KEYS = (
+    "model",
+    "confidence_methods",
+    "label_params_nocot",
+    "label_params_cot",
+    "confidence_params",
+    "n_samples",
+    "sampling_temperature",
+)
+
+
+def check_methods(methods: list[str] | None) -> list[str]:
+    """Confidence methods must be known; none given means verbalized, 'all' means every method."""
+    chosen = methods or ["verbalized"]
+    if "all" in chosen:
+        chosen = list(METHODS)
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown:
+        raise UsageError(f"unknown confidence method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    return chosen
+
+
+def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:
+    """Remote models get the study's defaults; the embedded model gets short answer caps (recorded)."""
+    if endpoint.is_embedded:
+        return JudgeConfig(
+            endpoint.model,
+            endpoint.backend,
+            EMBEDDED_MAX_TOKENS["label"],
+            EMBEDDED_MAX_TOKENS["cot"],
+            EMBEDDED_MAX_TOKENS["confidence"],
+            n_samples,
+            max_tokens_joint=EMBEDDED_MAX_TOKENS["joint"],
+            extra_body={"cache_prompt": True},
+            answer_format=endpoint.answer_format,
+            answer_probe=endpoint.answer_probe,
+        )
+    return JudgeConfig(
+        endpoint.model,
+        endpoint.backend,
+        n_samples=n_samples,
+        answer_format=endpoint.answer_format,
+        answer_probe=endpoint.answer_probe,
+    )
+
+
+def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
+    """What defines a run (stored in judge_runs.params; never credentials)."""
+    return {
+        "model": config.model,
+        "confidence_methods": methods,
+        "label_params_nocot": config.label_params(False, methods[0]),
+        "label_params_cot": config.label_params(True, methods[0]),
+        "confidence_params": config.confidence_params(),
+        "n_samples": config.n_samples,
+        "sampling_temperature": config.sampling_temperature,
+        "top_logprobs": config.top_logprobs,
+        "certainty_threshold": config.certainty_threshold,
+        "answer_format": config.answer_format,
+        "answer_probe": config.answer_probe,
+    }
+
+
+def judge_run_name(
+    run_name: str | None, collection_id: str, subset_name: str | None, pool: str | None, model: str
+) -> str:
+    """The run's name: as given, else <collection>-<subset or 'runs' for a pool>-<model>."""
+    parts = {"collection": collection_id, "subset": subset_name or ("runs" if pool else None), "model": model}
+    return run_name or declaration("judge").default_run_name(**parts)
+
+
+def check_same_run(
+    name: str, collection: str, have_collection: str, have: dict[str, Any], want: dict[str, Any]
+) -> None:
+    """A run keeps its collection and everything that changes answers; say which setting differs, and how to go on."""
+    if have_collection != collection:
+        raise UsageError(
+            f"run {name!r} judges collection {have_collection!r}, not {collection!r}: choose another run name"
+            " (--run-name, or the run_name parameter of a deployment), or `peras runs rename` the old one"
+        )
+    for key in IDENTITY_KEYS:
+        if key in have and have[key] != want[key]:
+            raise UsageError(
+                f"run {name!r} was made with {key} = {json.dumps(have[key], sort_keys=True)}, this call asks"
+                f" {json.dumps(want[key], sort_keys=True)}: its answers would differ. Choose another run name"
+                " (--run-name, or the run_name parameter of a deployment), or `peras runs rename`/`delete` the old one"
+            )
+
+
+def planned_frames(plan: JudgePlan, config: JudgeConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The gate's planned_pairs (query_id, doc_id, text_sha) and planned_settings (personality, cot, method, the
+    label request's parameters) of a plan."""
+    planned_pairs = pl.DataFrame(
+        {
+            "query_id": [q for q, _ in plan.pairs],
+            "doc_id": [d for _, d in plan.pairs],
+            "text_sha": [p.text_sha for p in plan.pairs.values()],
+        },
+        schema={"query_id": pl.String, "doc_id": pl.String, "text_sha": pl.String},
+    )
+    settings_rows = [
+        {
+            "personality": personality,
+            "cot": cot,
+            "confidence_method": method,
+            # the label request a judgment points to: sampling's first vote (seed 0)
+            "label_params": json.dumps(
+                config.label_params(cot, method) | ({"seed": 0} if method == "sampling" else {}), separators=(",", ":")
+            ),
+        }
+        for personality, cot, method in plan.groups()
+    ]
+    planned_settings = pl.DataFrame(
+        settings_rows,
+        schema={"personality": pl.String, "cot": pl.Boolean, "confidence_method": pl.String, "label_params": pl.String},
+    )
+    return planned_pairs, planned_settings

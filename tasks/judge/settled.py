@@ -1,0 +1,108 @@
+"""Whether a judge call has nothing to do: answered from the warehouse alone, before Prefect is imported.
+
+Re-running a finished judge run is common (a script, a notebook, a user making sure); the flow would start Prefect
+(~1.7 s of imports), a flow run against the API (~1.3 s and ~0.5 s to stop its heartbeat), open the warehouse a
+dozen times, and end where it began. `settled` says what that flow would say, without writing anything, when it can
+prove the flow would change nothing; otherwise None, and the command runs the flow. Proven means all of:
+- the endpoint is a configured server (the embedded model is never started here) and the call asks online, without
+  --retry-failed, in the answer format the run was made in (no probe to send);
+- the run exists, is published (its last call passed the gate and no call is under way: a running or killed call
+  leaves it 'running'), and asks as this call would (every parameter that defines a run equal: IDENTITY_KEYS);
+- the personalities are stored with the instructions this call would store;
+- no shard of the run waits on disk (a killed call's answers, which the flow would load first);
+- every planned item is judged on the current texts, and the gate passes on this call's plan, read-only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from peras.llm.constraints import DIALECTS, FREE
+from peras.prompting import Personality
+from peras.settings import Settings
+from peras.sql import query_frame, run_sql
+from peras.warehouse import connect, publish_snapshot
+from tasks.engine.endpoint import Endpoint
+from tasks.engine.shards import shard_dir, shard_files
+from tasks.engine.spec import RunIdentity
+from tasks.judge.asking import JudgePlan, Pair
+from tasks.judge.runs import IDENTITY_KEYS, judge_config, judge_run_name, planned_frames, run_parameters
+
+PUBLISHED = "published"
+
+
+def settled(
+    settings: Settings,
+    collection: str,
+    subset: str | None,
+    personalities: list[Personality],
+    cot: list[bool],
+    methods: list[str],
+    run_name: str | None,
+    limit_pairs: int | None,
+    n_samples: int,
+    backend: str | None,
+) -> dict[str, Any] | None:
+    """The flow's summary of a call with nothing to ask and nothing to change, or None (run the flow)."""
+    if settings.mode != "online" or not settings.base_urls or not settings.model:
+        return None
+    endpoint = Endpoint(settings.base_urls, settings.model, backend or "openai-compatible")
+    name = judge_run_name(run_name, collection, subset, None, endpoint.model)
+    with connect(settings.warehouse, read_only=True) as con:
+        row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
+        if row is None or row[5] != PUBLISHED:
+            return None
+        run_id, have_collection, _, have_model, have_params, _ = row
+        stored = json.loads(have_params)
+        answer_format = str(stored.get("answer_format", FREE))
+        if answer_format not in (FREE, *DIALECTS) or settings.answer_format not in ("auto", answer_format):
+            return None  # the flow would probe the server, or refuse the format
+        endpoint = Endpoint(
+            endpoint.base_urls, endpoint.model, endpoint.backend, answer_format, "as the run resumed asked"
+        )
+        config = judge_config(endpoint, n_samples)
+        want = {"model": config.model} | run_parameters(config, methods)
+        have = {"model": have_model} | stored
+        if have_collection != collection or any(key not in have or have[key] != want[key] for key in IDENTITY_KEYS):
+            return None  # the flow says why (or resumes a run older than a parameter): let it
+        if not same_personalities(con, personalities):
+            return None
+        [(warehouse_id,)] = run_sql(con, "engine/select_warehouse_id").fetchall()
+        identity = RunIdentity(str(warehouse_id), "judge", run_id, name, config.model, config.backend)
+        if any(shard_files(shard_dir(settings.shards, identity)).values()):
+            return None
+        rows = run_sql(con, "judge/select_pairs", {"collection_id": collection, "subset_name": subset}).fetchall()
+        rows = rows[:limit_pairs] if limit_pairs else rows
+        pairs = {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
+        plan = JudgePlan(run_id, pairs, [p.code for p in personalities], cot, methods)
+        if plan.count(lambda sql, params: run_sql(con, sql, params).fetchall()):
+            return None
+        planned_pairs, planned_settings = planned_frames(plan, config)
+        con.register("planned_pairs", planned_pairs.to_arrow())
+        con.register("planned_settings", planned_settings.to_arrow())
+        gate = {"run_id": run_id, "model": config.model, "max_share": settings.max_parse_failure_share}
+        if run_sql(con, "judge/assert_run_valid", gate).fetchall():
+            return None  # the flow records the failed gate and says what failed
+        shares = query_frame(con, "judge/select_failure_shares", {"run_id": run_id})
+    publish_snapshot(settings)  # as the flow ends: current already, unless an earlier refresh failed
+    failures = int(shares["n_failures"].sum()) if shares.height else 0
+    counts = {"n_judged_now": 0, "n_sent": 0, "n_http": 0, "n_cached": 0, "n_dropped": 0}
+    return {
+        "run_name": name,
+        "run_id": run_id,
+        "model": endpoint.model,
+        "backend": endpoint.backend,
+        **counts,
+        "n_planned": len(plan.pairs) * len(personalities) * len(cot) * len(methods),
+        "n_failures": failures,
+    }
+
+
+def same_personalities(con: Any, personalities: list[Personality]) -> bool:
+    """Whether every personality is stored as store_personalities would store it now."""
+    stored = {row[0]: row[1:] for row in run_sql(con, "judge/select_personalities").fetchall()}
+    return all(
+        stored.get(p.code) == (p.name, p.trait, p.pole, p.instruction, "builtin" if p.is_builtin else str(p.source))
+        for p in personalities
+    )
