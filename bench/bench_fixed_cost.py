@@ -1,12 +1,16 @@
 """Benchmark: the fixed cost of a command (issue 35, goal 1): `peras judge` with nothing left to ask.
 
 The shipped sample is ingested into a private warehouse and judged once (default personality, no CoT: 40
-judgments) against the scripted server (`support.fake_openai`, its own process); then the same command is run
-again `--rounds` times: every judgment is stored, so what it costs is the command itself (imports, the Prefect flow
-and task runs against a running Prefect server, opening the warehouse, planning, the gate, the analysts' snapshot).
-Median wall and CPU time of those rounds; one more round under cProfile (cumulative time in the flow engine, the
-task bodies, opening the warehouse, DuckDB, the snapshot) and one under `-X importtime` (import time by package:
-Prefect, pydantic, pandas, which DuckDB imports to bind any query parameter, PERAS, ...).
+judgments) against the scripted server (`support.fake_openai`, its own process); then, in interleaved rounds (the
+order rotating), three commands against the same running Prefect server:
+- settled: the same `peras judge` again, as a user runs it: every judgment is stored and nothing changed, so it is
+  answered from the warehouse before Prefect is imported (tasks/judge/settled.py);
+- flow: the same with --retry-failed (no failures: nothing is asked), which always goes through the Prefect flow
+  (imports, the flow and task runs, opening the warehouse, planning, the gate, the analysts' snapshot);
+- empty: an empty @flow run as `peras` runs one (bench/empty_flow.py): Prefect's own cost, irreducible here.
+Median wall and CPU time of each; one more flow round under cProfile (cumulative time in the flow engine, the
+task bodies, opening the warehouse, DuckDB, the snapshot) and one round of each peras kind under `-X importtime`
+(import time by package: Prefect, pydantic, pandas, which DuckDB imports to bind any query parameter, PERAS, ...).
 
     .venv/bin/python bench/bench_fixed_cost.py [--rounds 5]   # writes bench/results/fixed-cost-<date>.json
 """
@@ -49,6 +53,13 @@ def judge_args(base_url: str) -> list[str]:
     ]  # fmt: skip
 
 
+def command_of(kind: str, base_url: str) -> list[str]:
+    """The command of one kind of round: settled (as a user runs it), flow (forced through the flow), empty."""
+    if kind == "empty":
+        return [sys.executable, str(Path(__file__).with_name("empty_flow.py"))]
+    return peras_command(*judge_args(base_url), *(["--retry-failed"] if kind == "flow" else []))
+
+
 def by_function(profile: Path) -> dict[str, float]:
     """Cumulative seconds of the profiled command in each of FUNCTIONS."""
     stats = pstats.Stats(str(profile)).stats  # type: ignore[attr-defined]
@@ -84,38 +95,67 @@ def main() -> None:
             env = peras_env(home, api_url, warehouse)
             timed(peras_command("ingest", "sample"), env)
             first, _, said = timed(peras_command(*judge_args(base_url)), env)
-            walls, cpus = [], []
-            for _ in range(rounds):
-                wall, cpu, again = timed(peras_command(*judge_args(base_url)), env)
-                assert "(0 new; 0 requests sent" in again, again
-                walls.append(wall)
-                cpus.append(cpu)
-            command = [sys.executable, "-m", "cProfile", "-o", str(profile), *peras_command(*judge_args(base_url))]
+            kinds = ("settled", "flow", "empty")
+            walls: dict[str, list[float]] = {kind: [] for kind in kinds}
+            cpus: dict[str, list[float]] = {kind: [] for kind in kinds}
+            empty_split: list[str] = []
+            for index in range(rounds):  # interleaved, the order rotating: the machine is shared
+                for kind in kinds[index % 3 :] + kinds[: index % 3]:
+                    wall, cpu, said_now = timed(command_of(kind, base_url), env)
+                    if kind == "empty":
+                        empty_split.append(said_now.strip())
+                    else:
+                        assert "(0 new; 0 requests sent" in said_now, said_now
+                    walls[kind].append(wall)
+                    cpus[kind].append(cpu)
+            command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command_of("flow", base_url)]
             profiled, _, _ = timed(command, env)
             functions = by_function(profile)
-            command = [sys.executable, "-X", "importtime", *peras_command(*judge_args(base_url))]
-            imported = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stderr
-            imports = by_package(imported)
+            imports = {}
+            for kind in ("settled", "flow"):
+                command = [sys.executable, "-X", "importtime", *command_of(kind, base_url)]
+                imported = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stderr
+                imports[kind] = by_package(imported)
+                if options.keep:
+                    options.keep.mkdir(parents=True, exist_ok=True)
+                    (options.keep / f"importtime-{kind}.txt").write_text(imported, encoding="utf-8")
             if options.keep:
-                options.keep.mkdir(parents=True, exist_ok=True)
-                (options.keep / "judge.prof").write_bytes(profile.read_bytes())
-                (options.keep / "importtime.txt").write_text(imported, encoding="utf-8")
-    median = statistics.median(walls)
+                (options.keep / "judge-flow.prof").write_bytes(profile.read_bytes())
+    median = {kind: statistics.median(values) for kind, values in walls.items()}
     result: dict[str, Any] = {
-        "what": "peras judge sample (40 judgments stored) run again: nothing to ask",
+        "what": "peras judge sample (40 judgments stored) run again: nothing to ask. settled: as a user runs it "
+        "(answered before Prefect); flow: the same with --retry-failed (no failures: nothing asked), which goes "
+        "through the Prefect flow; empty: an empty @flow run the same way (bench/empty_flow.py), Prefect's own cost",
         "first_run_s": round(first, 3),
         "first_run_said": said.strip().splitlines()[-1],
         "rounds": rounds,
-        "wall_s": [round(w, 3) for w in walls],
-        "cpu_s": [round(c, 3) for c in cpus],
-        "median_wall_s": round(median, 3),
-        "median_cpu_s": round(statistics.median(cpus), 3),
-        "profiled_wall_s": round(profiled, 3),
-        "profiled_cumulative_s": functions,
+        "wall_s": {kind: [round(w, 3) for w in values] for kind, values in walls.items()},
+        "cpu_s": {kind: [round(c, 3) for c in values] for kind, values in cpus.items()},
+        "median_wall_s": {kind: round(value, 3) for kind, value in median.items()},
+        "median_cpu_s": {kind: round(statistics.median(values), 3) for kind, values in cpus.items()},
+        "empty_flow_import_and_flow_s": empty_split,
+        "flow_over_empty_flow_s": round(median["flow"] - median["empty"], 3),
+        "profiled_wall_s (flow)": round(profiled, 3),
+        "profiled_cumulative_s (flow)": functions,
         "import_s_by_package": imports,
-        "import_s_total": round(sum(imports.values()), 3),
+        "import_s_total": {kind: round(sum(values.values()), 3) for kind, values in imports.items()},
         "versions": versions("prefect", "duckdb", "polars", "openai", "pandas"),
-        "headline": [headline("no-op judge command, median wall", median, "s", f"< {TARGET_S} s", median < TARGET_S)],
+        "headline": [
+            headline(
+                "no-op judge command, median wall",
+                median["settled"],
+                "s",
+                f"< {TARGET_S} s",
+                median["settled"] < TARGET_S,
+            ),
+            headline(
+                "no-op judge through the flow minus an empty flow, median wall",
+                median["flow"] - median["empty"],
+                "s",
+                "small",
+                True,
+            ),
+        ],
     }
     finish("fixed-cost", result, started)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import importlib
@@ -47,13 +48,14 @@ def main() -> None:
     from peras.progress import watch
 
     watch()
+    # The interpreter's last collection walks every object the command made (pydantic, Prefect, DuckDB, pandas): ~0.5 s
+    # of a 2-3 s command on a loaded 2-core machine. Frozen at exit (after the atexit handlers registered later, such as
+    # Prefect's, ran; an error path collects first: release_frames), they are left to the process's end.
+    atexit.unregister(gc.freeze)  # once, however often main() runs in one process (the tests)
+    atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, stop_on_signal)
     try:
         cli.main(standalone_mode=False)
-        # The interpreter's last collection walks every object the command made (pydantic, Prefect, DuckDB, pandas):
-        # ~0.5 s of a 2-3 s command on a loaded 2-core machine. Frozen, they are left to the process's end (atexit
-        # handlers still run; an error path below collects first, see release_frames).
-        gc.freeze()
     except click.exceptions.Abort as exc:  # click turns KeyboardInterrupt (and so Stopped) into Abort
         stop_line(exc.__context__)
     except click.ClickException as exc:
