@@ -57,9 +57,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=400)
+    parser.add_argument(
+        "--before", type=Path, help="a checkout of earlier code: its `peras judge` is a fourth command of each round"
+    )
     options = parser.parse_args()
     started = machine()
-    walls: dict[str, list[float]] = {"peras": [], "sdk": [], "raw": []}
+    names = ["peras", "sdk", "raw", *(["before"] if options.before else [])]
+    walls: dict[str, list[float]] = {name: [] for name in names}
     cpus: dict[str, list[float]] = {name: [] for name in walls}
     said: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="peras-small-run-") as tmp:
@@ -68,14 +72,14 @@ def main() -> None:
             timed(peras_command("ingest", "dl19"), peras_env(home, api_url, base))
             export_pairs(base, options.pairs, pairs_file)
             for index in range(options.rounds):
-                order = ["peras", "sdk", "raw"]
-                order = order[index % 3 :] + order[: index % 3]
-                for name in order:
-                    if name == "peras":  # a fresh copy: nothing reused from an earlier round
-                        warehouse = Path(tmp) / f"round{index}.duckdb"
+                for name in names[index % len(names) :] + names[: index % len(names)]:
+                    if name in ("peras", "before"):  # a fresh copy: nothing reused from an earlier round
+                        warehouse = Path(tmp) / f"round{index}-{name}.duckdb"
                         shutil.copy2(base, warehouse)
                         command = peras_command(*peras_args(base_url, options.pairs, f"small-{index}"))
                         env = peras_env(home, api_url, warehouse)
+                        if name == "before":
+                            env["PYTHONPATH"] = str(options.before)
                     else:
                         command = [sys.executable, str(LOOPS), "--loop", name, "--pairs", str(pairs_file)]
                         command += ["--base-url", base_url, "--model", DEFAULT_MODEL]
@@ -97,6 +101,11 @@ def main() -> None:
         "median_wall_s": {name: round(value, 3) for name, value in median.items()},
         "ratio_peras_over_sdk_per_round": [round(r, 3) for r in ratios],
         "ratio_peras_over_raw_median": round(median["peras"] / median["raw"], 3),
+        "ratio_before_over_sdk_per_round": [
+            round(b / s, 3)
+            for b, s in zip(walls.get("before", []), walls["sdk"][: len(walls.get("before", []))], strict=True)
+        ],
+        "before_code": str(options.before) if options.before else None,
         "said": said,
         "versions": versions("prefect", "openai"),
         "headline": [
