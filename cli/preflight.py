@@ -15,9 +15,10 @@ from pathlib import Path
 import duckdb
 
 from peras.errors import UsageError
+from peras.lake import is_lake
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import connect, ensure_migrated, exists, not_ingested, require_collection
+from peras.warehouse import connect, ensure_migrated, exists, not_ingested, pending_migrations, require_collection
 
 
 def collection(settings: Settings, collection_id: str, subset: str | None = None) -> None:
@@ -66,7 +67,12 @@ def endpoint(settings: Settings) -> None:
 @contextmanager
 def reading(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection to the up-to-date warehouse (migrating only when a migration is missing: ~1.5 s less
-    than opening it for writing, which re-applies every view)."""
+    than opening it for writing, which re-applies every view). One opening when it is current (each costs ~0.1 s)."""
+    if exists(settings.warehouse) and not is_lake(settings.warehouse):  # a lake migrates cheaply when current
+        with connect(settings.warehouse, read_only=True) as con:
+            if not pending_migrations(con):
+                yield con
+                return
     ensure_migrated(settings.warehouse)
     with connect(settings.warehouse, read_only=True) as con:
         yield con
