@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import duckdb
+
 from peras.llm.constraints import DIALECTS, FREE
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import query_frame, run_sql
-from peras.warehouse import connect, publish_snapshot
+from peras.warehouse import MEMORY_TIGHT, connect, publish_snapshot
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
@@ -82,8 +84,12 @@ def settled(
         con.register("planned_pairs", planned_pairs.to_arrow())
         con.register("planned_settings", planned_settings.to_arrow())
         gate = {"run_id": run_id, "model": config.model, "max_share": settings.max_parse_failure_share}
-        if run_sql(con, "judge/assert_run_valid", gate).fetchall():
-            return None  # the flow records the failed gate and says what failed
+        run_sql(con, MEMORY_TIGHT)  # as the flow's gate: its memory must not grow with the run
+        try:
+            if run_sql(con, "judge/assert_run_valid", gate).fetchall():
+                return None  # the flow records the failed gate and says what failed
+        except duckdb.OutOfMemoryException:
+            return None  # the flow's gate tries again with more (peras.warehouse.bounded)
         shares = query_frame(con, "judge/select_failure_shares", {"run_id": run_id})
     publish_snapshot(settings)  # as the flow ends: current already, unless an earlier refresh failed
     failures = int(shares["n_failures"].sum()) if shares.height else 0
