@@ -2,7 +2,8 @@
 
 In a temporary warehouse: `peras ingest llmjudge`, `peras build-runs` (the 11 bm25s runs), `peras import-judgments`
 of six submissions (`--out-of-range clip`), then per submission `peras evaluate --qrels NAME --format json` (the
-agreement table) and `peras holes llmjudge --run NAME` (Olz-gpt4o at every share, five more at 30/60/90%).
+agreement table) and `peras holes llmjudge --run NAME --run-file ...` over the 11 runs built (Olz-gpt4o at every share,
+five more at 30/60/90%; given the files, holes does not build the same runs again).
 The tables sit in docs/evaluate.md between `<!-- generated: NAME -->` and `<!-- end generated -->`.
 
     .venv/bin/python scripts/evaluate_doc_numbers.py           # rewrite the tables in docs/evaluate.md
@@ -73,7 +74,9 @@ def compute() -> dict[str, str]:
             [row] = [r for r in summary["agreement"] if r["measure"] == "nDCG@10"]
             values = [row["kendall_tau"], row["spearman_rho"], row["tau_ap"], row["mean_topic_tau"]]
             agreement.append(f"| {name} | " + " | ".join(f3(v) for v in values) + " |")
-        shares = holes_rows(peras(warehouse, "holes", "llmjudge", "--run", HOLES_RUN))
+        # the runs just built, not built again by each `peras holes` (the same eleven files: it builds them alike)
+        systems = [option for path in files for option in ("--run-file", path)]
+        shares = holes_rows(peras(warehouse, "holes", "llmjudge", "--run", HOLES_RUN, *systems))
         olz = [
             "| share | hidden | LLM = human on hidden | Kendall's tau | Spearman's rho | tau-AP | mean per-topic tau |",
             "|---|---|---|---|---|---|---|",
@@ -88,8 +91,8 @@ def compute() -> dict[str, str]:
             "|---|---|---|---|---|---|---|---|",
         ]
         for name in HOLES_MORE:
-            got = holes_rows(peras(warehouse, "holes", "llmjudge", "--run", name, "--share", "0.3", "--share", "0.6",
-                                   "--share", "0.9"))  # fmt: skip
+            got = holes_rows(peras(warehouse, "holes", "llmjudge", "--run", name, *systems, "--share", "0.3",
+                                   "--share", "0.6", "--share", "0.9"))  # fmt: skip
             rows = [got[s] for s in (0.3, 0.6, 0.9)]
             accuracy = " / ".join(f3(r[1]) for r in rows)
             more.append(f"| {name} | {accuracy} | " + " | ".join(f3(r[i]) for i in (2, 4) for r in rows) + " |")

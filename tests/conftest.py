@@ -87,8 +87,18 @@ def pytest_configure(config: pytest.Config) -> None:
     _prefect = SessionPrefect()
 
 
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")  # set in pytest-xdist's workers
+
+
+def shared_ingested(basetemp: Path) -> Path:
+    """Where the workers of an xdist session keep the warehouses they ingested (beside their own directories)."""
+    return basetemp / "peras-ingested"
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     global _prefect
+    if config.getoption("numprocesses", None) and not WORKER:  # the xdist controller: every worker has ended
+        shutil.rmtree(shared_ingested(config._tmp_path_factory.getbasetemp()), ignore_errors=True)  # type: ignore[attr-defined]
     if _prefect is not None:
         _prefect.close()
         _prefect = None
@@ -98,8 +108,31 @@ NEEDS_MORE = ("integration", "model", "live")
 _tripwire_seen = pytest.StashKey[int]()
 
 
+# The files whose tests take minutes (last CI: fan-out ~6 min, lake ~6, the docs' numbers ~2, then ~1 each), longest
+# first. scripts/test.sh hands whole files to two workers in collection order (--dist loadfile
+# --no-loadscope-reorder): these go out first, so no worker is left alone at the end with a long file while the
+# other is done. xdist's own reorder (most tests first) would send them last.
+LONG_FILES = (
+    "test_fan_out.py",
+    "test_lake.py",
+    "test_evaluate_doc_numbers.py",
+    "test_deploy.py",
+    "test_chaos.py",
+    "test_report.py",
+    "test_metrics_llmjudge.py",
+    "test_batch.py",
+    "test_gguf_upcast.py",
+    "test_live_progress.py",
+    "test_judge_embedded.py",
+    "test_readme_commands.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test is `core` (starts nothing) or not: refuse a test marked both ways, or core and asking for the server."""
+    """The long files first (LONG_FILES), each file's tests in their order. A test is `core` (starts nothing) or not:
+    refuse a test marked both ways, or core and asking for the server."""
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # stable: the rest keep their order
     wrong = [
         item.nodeid
         for item in items
@@ -156,8 +189,9 @@ def settings(tmp_path: Path, shared_data: Path):
 
 
 @pytest.fixture(scope="session")
-def ingested() -> Iterator[Ingested]:
-    """`ingested("sample", settings)`: a fresh warehouse as the ingest flow leaves it, ingested once per session."""
-    helper = Ingested()
+def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
+    """`ingested("sample", settings)`: a fresh warehouse as the ingest flow leaves it, ingested once per session
+    (under pytest-xdist once for all the workers: in their common directory, removed by the controller at the end)."""
+    helper = Ingested(shared_ingested(tmp_path_factory.getbasetemp().parent) if WORKER else None)
     yield helper
     helper.close()

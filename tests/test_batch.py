@@ -429,7 +429,8 @@ def test_killed_between_the_providers_create_and_its_record_a_resume_adopts_the_
     assert rows(settings, "select status from judge_runs") == [("published",)]
 
 
-def test_the_request_budget_counts_batch_lines_and_a_round_never_submits_more_than_is_left(sample, capsys):
+def test_the_request_budget_counts_batch_lines_and_a_round_never_submits_more_than_is_left(sample, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_BATCH_POLL_S", "0.01")  # --wait looks again at once (the default waits 60 s a look)
     with FakeBatchAPI(instant, scripts=[ONE_STEP]) as server:
         asked = judge_command(sample, "--base-url", server.base_url, "--request-budget", "30")
         first = run_cli(capsys, *asked)
