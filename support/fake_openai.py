@@ -31,6 +31,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from collections import Counter, deque
@@ -57,6 +58,7 @@ class Reply:
     logprobs: list[list[dict[str, Any]]] | None = None  # per choice: logprobs.content
     usage: dict[str, Any] | None = None
     extra: dict[str, Any] | None = None  # merged into the response, e.g. llama.cpp's "timings"
+    until: threading.Event | None = None  # the delay ends early once this is set (what the test waited for happened)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +310,11 @@ class FakeOpenAI:
             return http_response(reply.status, body, answer_headers), False
         if not isinstance(reply, Reply):
             reply = Reply(reply)
-        if reply.delay_s:
+        if reply.delay_s and reply.until is not None:
+            deadline = time.monotonic() + reply.delay_s
+            while not reply.until.is_set() and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        elif reply.delay_s:
             await asyncio.sleep(reply.delay_s)
         return http_response(200, _completion(request, reply)), False
 

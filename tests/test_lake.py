@@ -481,7 +481,7 @@ def test_two_processes_asking_one_run_on_a_lake_one_is_refused_and_nothing_is_co
     def slow(request: dict) -> Reply:
         if not WORD.search(str(request["messages"][-1]["content"])):
             return Reply("ok")
-        return Reply(truthful(request), delay_s=0.0 if refused.is_set() else 3.0)
+        return Reply(truthful(request), delay_s=0.0 if refused.is_set() else 3.0, until=refused)
 
     with FakeOpenAI(slow, models=[MODEL]) as server:
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -508,7 +508,7 @@ def test_two_judge_processes_with_one_run_name_one_is_refused_and_nothing_is_cop
 
     def slow(request: dict) -> Reply:  # slow until the second process has been answered (it starts in ~10-30 s)
         asked.set()
-        return Reply(instant(request), delay_s=0.0 if refused.is_set() else 30.0)
+        return Reply(instant(request), delay_s=0.0 if refused.is_set() else 30.0, until=refused)
 
     options = ["--personality", "default", "--cot", "without", "--limit-pairs", "10", "--chunk-size", "2"]
     with FakeOpenAI(slow, models=[MODEL]) as server:

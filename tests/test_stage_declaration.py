@@ -339,7 +339,7 @@ def test_a_run_asked_by_a_live_process_is_refused_to_a_second_one(toy_settings):
     def slow(request: dict[str, Any]) -> Reply:
         if not WORD.search(str(request["messages"][-1]["content"])):
             return Reply("ok")  # the endpoint check
-        return Reply(truthful(request), delay_s=0.0 if refused.is_set() else 3.0)
+        return Reply(truthful(request), delay_s=0.0 if refused.is_set() else 3.0, until=refused)
 
     with FakeOpenAI(slow) as server:
         settings = toy_settings(server)
