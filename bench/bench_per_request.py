@@ -48,6 +48,7 @@ from support.prefect_server import prefect_server  # noqa: E402
 MODEL = "bench-model"
 TARGET = 0.8
 PAIRS = 9260
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def judge_command(url: str, concurrency: int, run_name: str) -> list[str]:
@@ -175,7 +176,8 @@ def main() -> None:
         fake_openai_process(0, MODEL) as url,
     ):
         base = Path(tmp) / "base.duckdb"
-        env = peras_env(Path(tmp) / "prefect", api, base)
+        # This checkout's code, whichever checkout the venv's editable install points at.
+        env = peras_env(Path(tmp) / "prefect", api, base) | {"PYTHONPATH": str(ROOT)}
         subprocess.run(peras_command("ingest", "dl19"), env=env, check=True, capture_output=True, text=True)
         bodies: list[bytes] = []
         rows = []
