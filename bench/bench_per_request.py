@@ -17,7 +17,7 @@ Rounds alternate raw and PERAS at each concurrency (the machine is shared: the r
 averages are the result, not the absolute rates). `--profile` runs one more PERAS round per concurrency under
 cProfile and keeps the top functions (own time) and their share of the asking engine's time.
 
-    .venv/bin/python bench/bench_per_request.py [--rounds 3] [--concurrency 8 64] [--profile]
+    .venv/bin/python bench/bench_per_request.py [--rounds 3] [--concurrency 8 64] [--profile] [--before ../main]
 """
 
 from __future__ import annotations
@@ -166,6 +166,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--profile", action="store_true", help="one more PERAS round per concurrency under cProfile")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout (e.g. main's) judged in every round too: before / after"
+    )
     parser.add_argument("--profile-dir", type=Path, help="keep the cProfile files here (default: discarded)")
     args = parser.parse_args()
     started = machine()
@@ -182,8 +185,13 @@ def main() -> None:
         bodies: list[bytes] = []
         rows = []
         for concurrency in args.concurrency:
-            raw, ours, loads = [], [], []
+            raw, ours, loads, before = [], [], [], []
             for index in range(args.rounds):
+                if args.before is not None:
+                    earlier_env = env | {"PYTHONPATH": str(args.before)}
+                    run = peras_round(earlier_env, base, url, concurrency, f"before-c{concurrency}-{index}")
+                    before.append(run["judgments"] / run["span_s"])
+                    run["warehouse"].unlink()
                 run = peras_round(env, base, url, concurrency, f"c{concurrency}-{index}")
                 ours.append(run["judgments"] / run["span_s"])
                 if not bodies:
@@ -192,9 +200,10 @@ def main() -> None:
                 loop = asyncio.run(raw_loop(url, bodies, concurrency))
                 raw.append(loop["judgments"] / loop["span_s"])
                 loads.append(round(os.getloadavg()[0], 2))
+                earlier = f", before {before[-1]:.0f}/s" if before else ""
                 print(
-                    f"  concurrency {concurrency} round {index + 1}: raw {raw[-1]:.0f}/s, peras {ours[-1]:.0f}/s,"
-                    f" ratio {ours[-1] / raw[-1]:.2f}, load {loads[-1]}",
+                    f"  concurrency {concurrency} round {index + 1}: raw {raw[-1]:.0f}/s,"
+                    f" peras {ours[-1]:.0f}/s{earlier}, ratio {ours[-1] / raw[-1]:.2f}, load {loads[-1]}",
                     flush=True,
                 )
             entry: dict[str, Any] = {"concurrency": concurrency}
@@ -205,6 +214,13 @@ def main() -> None:
                     "ratio_per_round": [round(p / r, 3) for p, r in zip(ours, raw, strict=True)],
                     "ratio": round(statistics.median(ours) / statistics.median(raw), 3),
                     "load_average_1min_per_round": loads,
+                }
+            if before:
+                entry |= {
+                    "before": str(args.before),
+                    "before_per_s": [round(x, 1) for x in before],
+                    "before_ratio_per_round": [round(p / r, 3) for p, r in zip(before, raw, strict=True)],
+                    "before_ratio": round(statistics.median(before) / statistics.median(raw), 3),
                 }
             if args.profile:
                 profile = (args.profile_dir or Path(tmp)) / f"c{concurrency}.prof"
