@@ -67,6 +67,7 @@ class ShardJournal:
         self._stamp = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
         self._pending: dict[str, list[bytes]] = {kind: [] for kind in KINDS}
         self._flush_scheduled = False
+        self._error: OSError | None = None  # a deferred write that failed (disk full): raised by the next call
 
     def request(self, row: dict[str, Any]) -> None:
         """Journal one LLM request and its answer."""
@@ -80,6 +81,8 @@ class ShardJournal:
             self.rotate()
 
     def _write(self, kind: str, row: dict[str, Any]) -> None:
+        if self._error is not None:
+            raise self._error
         if not self._files:
             self._open()
         self._pending[kind].append(orjson.dumps(self._stamp | row))
@@ -91,7 +94,14 @@ class ShardJournal:
             self.flush()
             return
         self._flush_scheduled = True
-        loop.call_soon(self.flush)
+        loop.call_soon(self._flush_later)
+
+    def _flush_later(self) -> None:
+        # On the loop, an error would only be logged: keep it for the next line or the rotation to raise.
+        try:
+            self.flush()
+        except OSError as exc:
+            self._error = exc
 
     def flush(self) -> None:
         """Write the lines journaled since the last flush: requests first, so an outcome never precedes them."""
@@ -114,6 +124,8 @@ class ShardJournal:
 
     def rotate(self) -> None:
         """Close the current shard (flushed and synced) and hand it to the loader."""
+        if self._error is not None:
+            raise self._error
         if not self._files:
             return
         self.flush()
