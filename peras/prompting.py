@@ -227,11 +227,37 @@ def request_hashes(
     encoded = _canonical_messages(messages)
     payload = b"".join((
         b'{"messages":', encoded,
-        b',"model":', _canonical_json(model),
-        b',"params":', _canonical_json(params),
-        b',"sample_index":', _canonical_json(sample_index), b"}",
+        b',"model":', orjson.dumps(model) if type(model) is str else _canonical_json(model),
+        b',"params":', _canonical_params(params),
+        b',"sample_index":', b"%d" % sample_index if type(sample_index) is int else _canonical_json(sample_index),
+        b"}",
     ))  # fmt: skip
     return hashlib.sha256(payload).hexdigest(), hashlib.sha256(encoded).hexdigest()
+
+
+_PARAMS_CACHE: dict[bytes, bytes] = {}
+_PARAMS_CACHE_SIZE = 4096
+
+
+def _canonical_params(params: dict[str, Any]) -> bytes:
+    """`_canonical_json(params)`, remembered: a run asks with a handful of parameter sets, each thousands of times.
+
+    The key is orjson's encoding, which tells apart every value the canonical form does not (1 and 1.0 get two
+    keys, both mapping to the same canonical bytes); parameters orjson cannot encode, and any holding a null (orjson
+    writes NaN and infinities as null too), take the general path.
+    """
+    try:
+        key = orjson.dumps(params, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return _canonical_json(params)
+    if b"null" in key:
+        return _canonical_json(params)
+    found = _PARAMS_CACHE.get(key)
+    if found is None:
+        if len(_PARAMS_CACHE) >= _PARAMS_CACHE_SIZE:
+            _PARAMS_CACHE.clear()
+        found = _PARAMS_CACHE[key] = _canonical_json(params)
+    return found
 
 
 _PROMPT_CACHE: dict[str, PromptTemplate] = {}

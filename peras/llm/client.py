@@ -265,7 +265,8 @@ class LLMClient:
         """One HTTP request through the URL's slots; it counts against the budget (and in `sent`) once it is sent."""
         endpoint.in_flight += 1
         try:
-            async with endpoint.semaphore.held(item_step.get()):
+            await endpoint.semaphore.acquire(item_step.get())  # not `async with held()`: this runs per request
+            try:
                 index = await endpoint.slots.acquire() if endpoint.slots is not None else None
                 try:
                     spent = self.budget_spent + self._requests_sent
@@ -282,6 +283,8 @@ class LLMClient:
                 finally:
                     if index is not None:
                         endpoint.slots.release(index)  # type: ignore[union-attr]
+            finally:
+                endpoint.semaphore.release()
         finally:
             endpoint.in_flight -= 1
 

@@ -32,13 +32,15 @@ class PrioritySlots:
 
     @contextlib.asynccontextmanager
     async def held(self, priority: int) -> AsyncIterator[None]:
-        await self._acquire(priority)
+        await self.acquire(priority)
         try:
             yield
         finally:
-            self._release()
+            self.release()
 
-    async def _acquire(self, priority: int) -> None:
+    async def acquire(self, priority: int) -> None:
+        """Wait for a slot (`held` without the context manager's cost, for the client's per-request path); pair
+        every acquire that returns with one `release`."""
         if self._free > 0 and not self._waiters:
             self._free -= 1
             return
@@ -48,10 +50,11 @@ class PrioritySlots:
             await waiter
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():  # the slot was handed over as it was cancelled: pass it on
-                self._release()
+                self.release()
             raise
 
-    def _release(self) -> None:
+    def release(self) -> None:
+        """Give a slot back: to the waiter with the highest priority, then the oldest."""
         while self._waiters:
             _, _, waiter = heapq.heappop(self._waiters)
             if not waiter.done():  # a cancelled waiter is skipped

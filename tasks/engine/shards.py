@@ -3,8 +3,12 @@
 A run's shards live in `<shards>/<warehouse_id>/<kind>/<run_id>/`, so two warehouses in one directory, or two
 runs of one name in two warehouses, never see each other's files; every line also carries the warehouse and
 run it belongs to, and loading refuses a shard whose lines belong elsewhere. Each shard is a pair of files,
-`<name>.requests.jsonl` and `<name>.outcomes.jsonl`, appended and flushed per line, so a process killed at any
-moment loses at most the line it was writing; a torn line reads as null and is skipped. The journal rotates to
+`<name>.requests.jsonl` and `<name>.outcomes.jsonl`, appended without a user-space buffer. Inside an event loop the
+lines journaled during one iteration of the loop are written together at its next iteration, requests before
+outcomes (one write per file instead of one per line: the journal was ~12% of the asking engine's CPU); outside
+one, each line is written at once. A process killed at any moment therefore loses what it journaled since the
+loop last turned (no await runs in between: what it would have lost killed a moment earlier) and at most a torn
+last line, which reads as null and is skipped; an outcome is never on disk without its requests. The journal rotates to
 a new shard every `rows_per_shard` outcomes and hands the closed one to the loader (progress is visible in the
 warehouse while the run goes on). Loading is one transaction per shard batch, then the files are deleted:
 rows already stored are kept (requests) or checked (outcomes), so loading twice is harmless.
@@ -12,6 +16,7 @@ rows already stored are kept (requests) or checked (outcomes), so loading twice 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import Callable
@@ -60,6 +65,9 @@ class ShardJournal:
         self._files: dict[str, BinaryIO] = {}
         self._paths: list[Path] = []
         self._stamp = {"warehouse_id": identity.warehouse_id, "run_id": identity.run_id}
+        self._pending: dict[str, list[bytes]] = {kind: [] for kind in KINDS}
+        self._flush_scheduled = False
+        self._error: OSError | None = None  # a deferred write that failed (disk full): raised by the next call
 
     def request(self, row: dict[str, Any]) -> None:
         """Journal one LLM request and its answer."""
@@ -73,9 +81,41 @@ class ShardJournal:
             self.rotate()
 
     def _write(self, kind: str, row: dict[str, Any]) -> None:
+        if self._error is not None:
+            raise self._error
         if not self._files:
             self._open()
-        self._files[kind].write(orjson.dumps(self._stamp | row) + b"\n")  # unbuffered: one write per line
+        self._pending[kind].append(orjson.dumps(self._stamp | row))
+        if self._flush_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_scheduled = True
+        loop.call_soon(self._flush_later)
+
+    def _flush_later(self) -> None:
+        # On the loop, an error would only be logged: keep it for the next line or the rotation to raise.
+        try:
+            self.flush()
+        except OSError as exc:
+            self._error = exc
+
+    def flush(self) -> None:
+        """Write the lines journaled since the last flush: requests first, so an outcome never precedes them."""
+        self._flush_scheduled = False
+        for kind in KINDS:
+            lines = self._pending[kind]
+            if lines:
+                lines.append(b"")
+                data = b"\n".join(lines)
+                self._pending[kind] = []
+                written = self._files[kind].write(data)
+                while written is not None and written < len(data):  # unbuffered: a write may be partial
+                    data = data[written:]
+                    written = self._files[kind].write(data)
 
     def _open(self) -> None:
         self._sequence += 1
@@ -84,8 +124,11 @@ class ShardJournal:
 
     def rotate(self) -> None:
         """Close the current shard (flushed and synced) and hand it to the loader."""
+        if self._error is not None:
+            raise self._error
         if not self._files:
             return
+        self.flush()
         for handle in self._files.values():
             handle.flush()
             os.fsync(handle.fileno())

@@ -178,6 +178,8 @@ class AnswerCache:
 
     def might_have(self, request_id: str) -> bool:
         """False when the request is certainly not stored."""
+        if not len(self._prefixes):  # nothing stored yet (a fresh run): no conversion, no search
+            return False
         prefix = id_prefix(request_id)
         position = int(np.searchsorted(self._prefixes, np.uint64(prefix)))
         return position < len(self._prefixes) and int(self._prefixes[position]) == prefix

@@ -1,0 +1,51 @@
+"""The shard journal writes the lines of one event-loop iteration together, requests before outcomes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+
+from tasks.engine.shards import ShardJournal
+from tasks.engine.spec import RunIdentity
+
+IDENTITY = RunIdentity("w1", "judge", "r1", "run", "m", "openai")
+
+
+def lines(directory: Path, kind: str) -> list[dict[str, object]]:
+    return [
+        orjson.loads(line) for p in sorted(directory.glob(f"*.{kind}.jsonl")) for line in p.read_bytes().splitlines()
+    ]
+
+
+def test_lines_of_one_loop_iteration_reach_the_file_at_the_next(tmp_path: Path) -> None:
+    closed: list[list[Path]] = []
+    journal = ShardJournal(tmp_path, IDENTITY, 3, on_closed=closed.append)
+
+    async def journal_some() -> list[tuple[int, int]]:
+        seen = []
+        for i in range(2):
+            journal.request({"request_id": f"q{i}"})
+            journal.outcome({"item": i})
+        seen.append((len(lines(tmp_path, "requests")), len(lines(tmp_path, "outcomes"))))  # not yet written
+        await asyncio.sleep(0)
+        seen.append((len(lines(tmp_path, "requests")), len(lines(tmp_path, "outcomes"))))  # the loop turned
+        journal.request({"request_id": "q2"})
+        journal.outcome({"item": 2})  # the shard's third outcome: rotated, everything written and synced
+        seen.append((len(lines(tmp_path, "requests")), len(lines(tmp_path, "outcomes"))))
+        return seen
+
+    assert asyncio.run(journal_some()) == [(0, 0), (2, 2), (3, 3)]
+    assert len(closed) == 1
+    assert lines(tmp_path, "requests") == [
+        {"warehouse_id": "w1", "run_id": "r1", "request_id": f"q{i}"} for i in range(3)
+    ]
+    assert [row["item"] for row in lines(tmp_path, "outcomes")] == [0, 1, 2]
+
+
+def test_outside_an_event_loop_each_line_is_written_at_once(tmp_path: Path) -> None:
+    journal = ShardJournal(tmp_path, IDENTITY, 10)
+    journal.request({"request_id": "q0"})
+    assert lines(tmp_path, "requests") == [{"warehouse_id": "w1", "run_id": "r1", "request_id": "q0"}]
+    journal.close()
