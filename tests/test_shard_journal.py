@@ -6,9 +6,12 @@ import asyncio
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tasks.engine.shards import ShardJournal
 from tasks.engine.spec import RunIdentity
+
+pytestmark = pytest.mark.core  # starts nothing
 
 IDENTITY = RunIdentity("w1", "judge", "r1", "run", "m", "openai")
 
