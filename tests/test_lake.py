@@ -235,6 +235,47 @@ def test_a_judgment_built_on_a_request_copy_that_went_is_derived_again_from_the_
     assert query(lake, "select label, why from judgment_history") == [(int(went), "request copy replaced")]
 
 
+def test_a_run_reusing_a_request_stored_twice_stores_each_judgment_once_and_the_copies_are_mended(lake):
+    """Two loaders committing one request at once both store it (a lake has no keys); each brings the copies back to
+    one after its commit, but a third load can come in between -- or a loader is killed before it does. A run whose
+    judgments are derived from such a request (another run's answer, reused) stores each judgment once, not once
+    per copy joined, and its load mends the copies it finds. Found by bench/bench_loaded_hosts.py (round 2:
+    'judgment stored twice' in test_two_judge_processes_at_once_on_one_lake_both_commit_everything)."""
+    ingest(preset="sample", settings=lake)
+    judge_sample(lake)
+    with connect(lake.warehouse) as con:  # the copies a killed loader left: every request of the first run, again
+        con.execute(
+            "insert into llm_requests select * replace ('another-run' as run_id,"
+            " created_at + interval 1 second as created_at) from llm_requests"
+        )
+    assert query(lake, "select count(*), count(distinct request_id) from llm_requests") == [(54, 27)]
+    with FakeOpenAI(instant, models=[MODEL]) as server:
+        lake.base_urls, lake.model = [server.base_url], MODEL
+        summary = judge(
+            collection="sample",
+            personalities=["default", "HA"],
+            cot=[False, True],
+            limit_pairs=4,
+            chunk_size=3,
+            run_name="again",
+            settings=lake,
+        )
+        assert server.chat_requests == []  # every answer reused
+    assert (summary["n_planned"], summary["n_failures"]) == (16, 0)
+    assert query(lake, "select status from judge_runs where run_name = 'again'") == [("published",)]
+    per_run = query(
+        lake,
+        "select run_name, count(*), count(distinct (query_id, doc_id, personality, cot, confidence_method))"
+        " from judgments inner join judge_runs using (run_id) group by run_name order by run_name",
+    )
+    assert [row[1:] for row in per_run] == [(16, 16), (16, 16)]
+    # the copies went, each to the history as a duplicate answer; the first stored stayed
+    assert query(
+        lake, "select count(*), count(distinct request_id), count(*) filter (run_id = 'another-run') from llm_requests"
+    ) == [(27, 27, 0)]
+    assert query(lake, "select why, count(*) from llm_request_history group by why") == [("duplicate answer", 27)]
+
+
 # An analyst's loop on one read-only connection to the lake, until the stop file appears: every count seen, the
 # longest query, every error.
 READER = """

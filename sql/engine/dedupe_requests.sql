@@ -1,16 +1,16 @@
 -- On a DuckLake warehouse (no keys) two loaders committing the same request at once (two runs asking the same
--- prompt of the same model) both store it. After each load, the copies of the requests just loaded
--- (staged_requests) are brought back to one: the first stored stays, the others go to llm_request_history as
--- 'duplicate answer', exactly as merge_requests treats a request that arrives second. The request ids brought back
--- to one are left in deduped_request_ids: a stage whose answers are re-derived from their requests (judge) then moves
--- what was built on a copy that went and no longer reads so (its drop_on_replaced_copies.sql) and asks it again.
+-- prompt of the same model) both store it. After each load, every request stored more than once is brought back to
+-- one -- not only those this load stored: a loader killed between its commit and this step leaves copies that the
+-- next load anywhere mends. The first stored copy stays, the others go to llm_request_history as 'duplicate answer',
+-- exactly as merge_requests treats a request that arrives second. The request ids brought back to one are left in
+-- deduped_request_ids: a stage whose answers are re-derived from their requests (judge) then moves what was built on
+-- a copy that went and no longer reads so (its drop_on_replaced_copies.sql) and asks it again.
 -- One transaction; retried on conflict.
 create or replace temp table request_copies as
 select r.*, row_number() over (partition by r.request_id order by r.created_at, r.run_id, r.raw_text) as copy_no
 from llm_requests as r
 where r.request_id in (
     select request_id from llm_requests
-    where request_id in (select request_id from staged_requests)
     group by request_id
     having count(*) > 1
 );

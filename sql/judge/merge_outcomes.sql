@@ -2,8 +2,13 @@
 -- (the others are left out and asked again from the stored answers); a stored judgment made on texts that have
 -- changed since, or a stored failure judged again (retry_failed), is replaced, the old one kept in
 -- judgment_history. A judgment loaded again (the same shard twice) is kept as it is. Returns the number left out.
+-- One row per staged judgment: on a DuckLake warehouse (no keys) a request two loaders stored at once has two copies
+-- until the dedupe brings it back to one, and judgment_check yields a row per copy joined. A judgment goes in only if
+-- it reads so in every copy stored (else it is asked again, from the copy that stays).
 create or replace temp table outcome_check as
-select * from judgment_check('staged_outcomes');
+select run_id, query_id, doc_id, personality, cot, confidence_method, bool_and(is_derivable) as is_derivable
+from judgment_check('staged_outcomes')
+group by run_id, query_id, doc_id, personality, cot, confidence_method;
 
 create or replace temp table outcome_merge as
 select

@@ -171,7 +171,7 @@ def load_shards(
             run_sql(con, limits)
             with transaction(con):
                 dropped = _load(con, identity, files, params)
-            if files["requests"] and lake.in_lake(con):  # no keys: another loader may have stored a request too
+            if lake.in_lake(con):  # no keys: another loader may have stored a request too (or left copies, killed)
                 dropped += retrying(lambda: _dedupe_requests(con, identity))
             return dropped
 
