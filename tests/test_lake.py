@@ -85,7 +85,7 @@ def frame(settings: Settings, sql: str) -> pl.DataFrame:
         return con.sql(sql).pl()
 
 
-def judge_sample(settings: Settings) -> tuple[dict, int]:
+def judge_sample(settings: Settings, run_name: str | None = None) -> tuple[dict, int]:
     """Judge 4 sample pairs x default, HA x with and without CoT (3 judgments a shard); the summary, requests sent."""
     with FakeOpenAI(instant, models=[MODEL]) as server:
         settings.base_urls, settings.model = [server.base_url], MODEL
@@ -95,6 +95,7 @@ def judge_sample(settings: Settings) -> tuple[dict, int]:
             cot=[False, True],
             limit_pairs=4,
             chunk_size=3,
+            run_name=run_name,
             settings=settings,
         )
         return summary, len(server.chat_requests)
@@ -249,18 +250,8 @@ def test_a_run_reusing_a_request_stored_twice_stores_each_judgment_once_and_the_
             " created_at + interval 1 second as created_at) from llm_requests"
         )
     assert query(lake, "select count(*), count(distinct request_id) from llm_requests") == [(54, 27)]
-    with FakeOpenAI(instant, models=[MODEL]) as server:
-        lake.base_urls, lake.model = [server.base_url], MODEL
-        summary = judge(
-            collection="sample",
-            personalities=["default", "HA"],
-            cot=[False, True],
-            limit_pairs=4,
-            chunk_size=3,
-            run_name="again",
-            settings=lake,
-        )
-        assert server.chat_requests == []  # every answer reused
+    summary, sent = judge_sample(lake, run_name="again")
+    assert sent == 0  # every answer reused
     assert (summary["n_planned"], summary["n_failures"]) == (16, 0)
     assert query(lake, "select status from judge_runs where run_name = 'again'") == [("published",)]
     per_run = query(
