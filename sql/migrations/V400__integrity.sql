@@ -46,7 +46,7 @@ create table if not exists judgment_history (
     text_sha                varchar,
     judged_at               timestamp not null,
     replaced_at             timestamp not null,
-    why                     varchar not null   -- 'text changed', 'failure asked again'
+    why                     varchar not null   -- 'text changed', 'failure asked again', 'request copy replaced' (a lake)
 );
 
 alter table judge_runs add column if not exists status_reason varchar;     -- why a run failed
