@@ -18,6 +18,7 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
+from tasks.engine.lease import held
 from tasks.engine.running import run_stage
 from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run
 from tasks.personas.build_sets import (
@@ -97,7 +98,7 @@ def personas_build(
         endpoint = check_endpoint(settings, endpoint)
         config = build_config(endpoint, chosen, seed, max_rounds, check_samples, check_temperature, items_per_domain)
         build = register_build(settings, warehouse_id, set_name, config)
-    with recorded_run(settings, build):
+    with held(settings.warehouse, build.kind, build.run_id), recorded_run(settings, build):
         for round_no in range(1, max_rounds + 1):
             plan = plan_round(settings, build, config, round_no)
             if plan is None:

@@ -392,7 +392,7 @@ def test_a_limited_run_then_the_full_run_of_the_same_name_both_publish(sample):
     assert rows(sample, "select run_name, status from judge_runs") == [("nightly", "published")]
 
 
-def test_a_run_asked_another_way_names_the_setting_and_both_values(sample):
+def test_a_run_asked_another_way_is_refused_by_the_one_claim_rule_naming_the_setting(sample):
     with FakeOpenAI(instant) as server:
         judge(
             collection="sample",
@@ -412,10 +412,10 @@ def test_a_run_asked_another_way_names_the_setting_and_both_values(sample):
                 confidence_methods=["logprob"],
                 settings=use(sample, server),
             )
-    assert str(raised.value).startswith(
-        'run \'r\' was made with confidence_methods = ["verbalized"], this call asks ["logprob"]'
+    assert str(raised.value) == (
+        "request parameters differ (confidence_methods): judge run 'r' already exists with another collection, model,"
+        " confidence methods, prompt or request parameters; choose another --run-name"
     )
-    assert "--run-name, or the run_name parameter of a deployment" in str(raised.value)
 
 
 def test_a_judge_run_shows_its_progress_as_a_prefect_artifact(sample):

@@ -158,7 +158,7 @@ def test_a_run_called_again_with_another_seed_is_refused_with_the_difference_nam
 def claim(settings, kind: str, name: str, backend: str):
     """Claim a run of a declared stage with made-up fixed values (the same each time)."""
     stage = declaration(kind)
-    values = {c.name: dummy(c.type) for c in (*stage.fixed, *stage.run_columns)}
+    values = {c.name: dummy(c.type) for c in (*stage.fixed, *stage.run_columns, *stage.created)}
     return claim_run(settings, "w", RunClaim(stage, name, values, {"p": 1}), "m", backend)
 
 
@@ -179,10 +179,11 @@ def dummy(column_type: str) -> Any:
     }[column_type]
 
 
-@pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas"])
+@pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas", "judge"])
 def test_a_resumed_run_clears_the_old_failure_and_records_the_backend_asking_now(settings, kind):
     """Drift found in issue 29: priming's resume kept the old status_reason, pairwise's and fuse's kept the old
-    backend. Every stage now resumes through the one template (sql/engine/stage/start_run.sql)."""
+    backend (and judge's, which kept its own claim). Every stage now resumes through the one template
+    (sql/engine/stage/start_run.sql)."""
     stage = declaration(kind)
     run = claim(settings, kind, "r", "vllm")
     set_run_status(settings.warehouse, run, "failed", "RuntimeError: boom")
@@ -190,6 +191,24 @@ def test_a_resumed_run_clears_the_old_failure_and_records_the_backend_asking_now
     assert again.run_id == run.run_id
     query = f"select backend, status, status_reason from {stage.runs_table} where run_name = 'r'"
     assert rows(settings.warehouse, query) == [("llama.cpp", "running", None)]
+
+
+def test_a_judge_run_is_claimed_by_the_one_rule_keeping_the_subset_it_was_made_for(settings):
+    """Judge claims its runs as every stage does: fixed by collection, model and request parameters; the subset it
+    was made for is recorded once (a later call may narrow or extend what it judges), another collection refused."""
+    stage = declaration("judge")
+    values = {"collection_id": "sample", "subset_name": "tiny", "source": "llm", "task_type": "pointwise"}
+    run = claim_run(settings, "w", RunClaim(stage, "j", values, {"p": 1}), "m", "vllm")
+    again = claim_run(settings, "w", RunClaim(stage, "j", values | {"subset_name": None}, {"p": 1}), "m", "vllm")
+    assert again.run_id == run.run_id
+    query = "select collection_id, subset_name, source, task_type, model, status from judge_runs where run_name = 'j'"
+    assert rows(settings.warehouse, query) == [("sample", "tiny", "llm", "pointwise", "m", "running")]
+    with pytest.raises(UsageError) as refused:
+        claim_run(settings, "w", RunClaim(stage, "j", values | {"collection_id": "dl19"}, {"p": 1}), "m", "vllm")
+    assert str(refused.value) == (
+        "collection_id differs (stored 'sample', asked 'dl19'): judge run 'j' already exists with another collection,"
+        " model, confidence methods, prompt or request parameters; choose another --run-name"
+    )
 
 
 @pytest.mark.parametrize("kind", ["priming", "pairwise", "fuse", "personas", "toy", "recognize", "recognize_traits"])

@@ -1,5 +1,5 @@
 -- The builds of a set name, newest first: to resume an unfinished one or number the next.
-select set_id, version, model, params, status
+select version, status
 from persona_sets
 where set_name = $set_name
 order by version desc

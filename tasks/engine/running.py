@@ -140,7 +140,7 @@ def run_stage(
     with serving_endpoint(settings, backend) as endpoint:
         config = recipe.configure(endpoint)
         claim = recipe.claim(config)
-        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, claim))
+        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, claim.stage, claim.name))
         claim = answered_as(claim, endpoint)
         run = claim_stage_run(settings, warehouse_id, claim, endpoint)
         with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):

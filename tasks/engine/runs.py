@@ -43,11 +43,11 @@ class RunClaim:
     params: dict[str, Any]
 
 
-def stored_answer_format(settings: Settings, claim: RunClaim) -> str | None:
-    """The answer format the run of the claim's name asked in, if it exists ('free' for a run older than formats)."""
+def stored_answer_format(settings: Settings, stage: StageDeclaration, name: str) -> str | None:
+    """The answer format the run of that name asked in, if it exists ('free' for a run older than formats)."""
     with open_migrated(settings.warehouse) as con:
         try:
-            found = run_statements(con, claim.stage.sql("select_run"), {"run_name": claim.name}).fetchall()
+            found = run_statements(con, stage.sql("select_run"), {"run_name": name}).fetchall()
         except duckdb.CatalogException:
             return None  # the stage's tables do not exist yet: no run of it
     return str(json.loads(found[0][-1]).get("answer_format", "free")) if found else None
@@ -59,38 +59,25 @@ def claim_run(
     """Create the run, or check that an existing run of that name asks the same way (then resume or extend it).
 
     The one rule for every stage: same fixed values and same request parameters, or refused with the difference
-    named. The stage's tables are created from its declaration if they do not exist yet. With `lease`, the run's
-    lease is taken in the same write (tasks/engine/lease.py): a run another live process is asking is refused; the
-    caller holds the lease while it asks (`lease.held`) and so drops it.
+    named (`stored_run`). The stage's tables are created from its declaration if they do not exist yet. With `lease`,
+    the run's lease is taken in the same write (tasks/engine/lease.py): a run another live process is asking is
+    refused; the caller holds the lease while it asks (`lease.held`) and so drops it.
     """
     stage = claim.stage
-    params = json.dumps(claim.params, sort_keys=True)
-    values = {**claim.values, "model": model, "backend": backend}
-    missing = [c.name for c in (*stage.fixed, *stage.run_columns) if c.name not in values]
-    if missing:
-        raise ValueError(f"{stage.kind} run claim lacks {missing}")
-    bound = {c.name: _stored(c, values[c.name]) for c in (*stage.fixed, *stage.run_columns)}
 
     def record() -> str:
         with open_migrated(settings.warehouse) as con:
             run_statements(con, stage.sql("create_tables"))
-            found = run_statements(con, stage.sql("select_run"), {"run_name": claim.name}).fetchall()
-            if found:
-                run_id, *have, have_params = found[0]
-                differences = _differences(stage, tuple(have), bound, json.loads(have_params), json.loads(params))
-                if differences:
-                    raise UsageError(
-                        f"{'; '.join(differences)}: {stage.label} {claim.name!r} already exists with another "
-                        f"{stage.differs}; choose another --run-name"
-                    )
-            else:
-                run_id = uuid.uuid4().hex[:16]
-            row = bound | {
+            found, differences = stored_run(con, claim, model)
+            if differences:
+                raise refusal(claim, differences)
+            run_id = found or uuid.uuid4().hex[:16]
+            row = _bound(claim, model) | {
                 "run_id": run_id,
                 "run_name": claim.name,
                 "model": model,
                 "backend": backend,
-                "params": params,
+                "params": json.dumps(claim.params, sort_keys=True),
                 "created_at": now(),
             }
             if lease:
@@ -102,6 +89,37 @@ def claim_run(
     if lease and is_lake(settings.warehouse):  # two claims may have committed at once there
         check_lease(settings.warehouse, stage.kind, stage.label, claim.name, run_id)
     return RunIdentity(warehouse_id, stage.kind, run_id, claim.name, model, backend)
+
+
+def stored_run(con: duckdb.DuckDBPyConnection, claim: RunClaim, model: str) -> tuple[str | None, list[str]]:
+    """The id of the stored run of the claim's name (None: there is none) and what differs between it and the claim
+    asked of `model` (empty: it asks the same way). Reads only: the judge's dry run and its no-op check ask it too."""
+    found = run_statements(con, claim.stage.sql("select_run"), {"run_name": claim.name}).fetchall()
+    if not found:
+        return None, []
+    run_id, *have, have_params = found[0]
+    asked = json.loads(json.dumps(claim.params, sort_keys=True))  # as it would be stored: tuples are lists
+    return str(run_id), _differences(claim.stage, tuple(have), _bound(claim, model), json.loads(have_params), asked)
+
+
+def refusal(claim: RunClaim, differences: list[str]) -> UsageError:
+    """The one refusal of a run name that asks another way: what differs, then what to do."""
+    stage = claim.stage
+    return UsageError(
+        f"{'; '.join(differences)}: {stage.label} {claim.name!r} already exists with another {stage.differs}; "
+        "choose another --run-name"
+    )
+
+
+def _bound(claim: RunClaim, model: str) -> dict[str, Any]:
+    """The claim's values of the run table's columns (fixed, run and created), as their columns store them."""
+    stage = claim.stage
+    values = {**claim.values, "model": model}
+    named = (*stage.fixed, *stage.run_columns, *stage.created)
+    missing = [c.name for c in named if c.name not in values]
+    if missing:
+        raise ValueError(f"{stage.kind} run claim lacks {missing}")
+    return {c.name: _stored(c, values[c.name]) for c in named}
 
 
 def _stored(column: Column, value: Any) -> Any:

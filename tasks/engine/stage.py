@@ -44,7 +44,7 @@ class Column:
 def columns(spec: str) -> tuple[Column, ...]:
     """Columns written as 'name type, name type' (type defaults to varchar): `columns("query_id, trial integer")`."""
     parsed = []
-    for part in spec.split(","):
+    for part in filter(str.strip, spec.split(",")):
         name, *kind = part.split()
         parsed.append(Column(name, " ".join(kind) or "varchar"))
     return tuple(parsed)
@@ -59,6 +59,8 @@ class StageDeclaration:
     runs_table, run_id: the table of its runs and the column holding a run's id.
     fixed: what a run is fixed by besides its request parameters (compared when an existing run is called again).
     run_columns: the other values a call records on its run (its scope), updated when it is called again.
+    created: values recorded when the run is made and kept as they were when it is called again (judge: the subset
+    the run was made for; a later call may narrow or extend what it judges).
     answers_table, history_table: one row per item; failures replaced by a retry go to the history ('' for a stage
     that keeps no history: persona-set builds accumulate rounds instead).
     keys: the columns that identify an item within a run; planned: what a call's plan also fixes per item (the gate
@@ -87,6 +89,7 @@ class StageDeclaration:
     keys: tuple[Column, ...]
     values: tuple[Column, ...]
     run_columns: tuple[Column, ...] = (Column("scope", "json"),)
+    created: tuple[Column, ...] = ()
     planned: tuple[Column, ...] = ()
     time_column: str = "judged_at"
     failure_group: tuple[str, ...] = ("personality",)
@@ -117,7 +120,7 @@ class StageDeclaration:
     @cached_property
     def context(self) -> dict[str, Any]:
         """What the templates of `sql/engine/stage/` are rendered with."""
-        run_table_columns = _unique((*self.fixed, *self.run_columns, Column("model"), Column("backend")))
+        run_table_columns = _unique((*self.fixed, *self.run_columns, *self.created, Column("model"), Column("backend")))
         return {
             "kind": self.kind,
             "runs_table": self.runs_table,
@@ -196,8 +199,8 @@ _DECLARED: dict[str, StageDeclaration] = {}
 _READ: set[Path] = set()
 STAGE_FILE = "stage.toml"
 FIELDS = {
-    "kind", "label", "runs_table", "run_id", "fixed", "answers_table", "history_table", "keys", "planned", "values",
-    "run_columns", "time_column", "failure_group", "failure_label", "item_format", "item_columns", "items",
+    "kind", "label", "runs_table", "run_id", "fixed", "created", "answers_table", "history_table", "keys", "planned",
+    "values", "run_columns", "time_column", "failure_group", "failure_label", "item_format", "item_columns", "items",
     "token_caps", "checks", "own_sql", "owned_tables", "differs", "run_name",
 }  # fmt: skip
 
@@ -209,7 +212,7 @@ def load_declaration(path: Path) -> StageDeclaration:
         unknown = sorted(set(data) - FIELDS)
         if unknown:
             raise ValueError(f"unknown fields {unknown}")
-        for name in ("fixed", "keys", "planned", "values", "run_columns"):
+        for name in ("fixed", "created", "keys", "planned", "values", "run_columns"):
             if name in data:
                 data[name] = columns(data[name])
         data["item_name"] = (data.pop("item_format", ""), tuple(data.pop("item_columns", ())))

@@ -4,18 +4,17 @@ it, as a stage imports no other stage."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
 from peras.prompting import select_personalities
 from peras.settings import Settings
-from peras.sql import run_sql
 from peras.warehouse import connect
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import refusal, stored_run
 from tasks.engine.spec import RunIdentity
 from tasks.judge.asking import JudgeConfig
-from tasks.judge.runs import check_same_run, judge_config, run_parameters
+from tasks.judge.runs import judge_claim, judge_config
 from tasks.judge.tasks import judge_stage, load_pairs, plan_judgments
 from tasks.shared.dry_run import DryRun
 
@@ -46,10 +45,8 @@ def judge_dry_run(
 
 def existing_run_id(con: Any, run_name: str, collection: str, config: JudgeConfig, methods: list[str]) -> str | None:
     """The id of the run of that name, checked to ask the same way (the judge flow would refuse it later)."""
-    row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
-    if row is None:
-        return None
-    run_id, have_collection, _, have_model, have_params, _ = row
-    want = run_parameters(config, methods)
-    check_same_run(run_name, collection, have_collection, {"model": have_model} | json.loads(have_params), want)
-    return str(run_id)
+    claim = judge_claim(run_name, collection, None, config, methods)
+    run_id, differences = stored_run(con, claim, config.model)
+    if differences:
+        raise refusal(claim, differences)
+    return run_id

@@ -13,22 +13,12 @@ import polars as pl
 
 from peras.errors import UsageError
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import RunClaim
 from tasks.engine.stage import declaration
 from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan
 
 # The 0.5B model answers a label or a confidence in 1-3 tokens; a 'self' JSON or a 'certainty' answer needs room.
 EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6, "joint": 96}
-# What a run is: changing any of these changes the answers, so it needs another run name. Everything else
-# (pairs, limits, subsets, personalities, CoT settings) only narrows or extends what the run has judged.
-IDENTITY_KEYS = (
-    "model",
-    "confidence_methods",
-    "label_params_nocot",
-    "label_params_cot",
-    "confidence_params",
-    "n_samples",
-    "sampling_temperature",
-)
 
 
 def check_methods(methods: list[str] | None) -> list[str]:
@@ -91,22 +81,14 @@ def judge_run_name(
     return run_name or declaration("judge").default_run_name(**parts)
 
 
-def check_same_run(
-    name: str, collection: str, have_collection: str, have: dict[str, Any], want: dict[str, Any]
-) -> None:
-    """A run keeps its collection and everything that changes answers; say which setting differs, and how to go on."""
-    if have_collection != collection:
-        raise UsageError(
-            f"run {name!r} judges collection {have_collection!r}, not {collection!r}: choose another run name"
-            " (--run-name, or the run_name parameter of a deployment), or `peras runs rename` the old one"
-        )
-    for key in IDENTITY_KEYS:
-        if key in have and have[key] != want[key]:
-            raise UsageError(
-                f"run {name!r} was made with {key} = {json.dumps(have[key], sort_keys=True)}, this call asks"
-                f" {json.dumps(want[key], sort_keys=True)}: its answers would differ. Choose another run name"
-                " (--run-name, or the run_name parameter of a deployment), or `peras runs rename`/`delete` the old one"
-            )
+def judge_claim(
+    name: str, collection_id: str, subset_name: str | None, config: JudgeConfig, methods: list[str]
+) -> RunClaim:
+    """What fixes a judge run, for the engine's one claim rule (tasks/engine/runs.py): its collection, model and
+    request parameters. The subset it was made for is recorded, not compared: pairs, limits, subsets, personalities
+    and CoT settings only narrow or extend what a run has judged."""
+    values = {"collection_id": collection_id, "subset_name": subset_name, "source": "llm", "task_type": "pointwise"}
+    return RunClaim(declaration("judge"), name, values, run_parameters(config, methods))
 
 
 def planned_frames(plan: JudgePlan, config: JudgeConfig) -> tuple[pl.DataFrame, pl.DataFrame]:

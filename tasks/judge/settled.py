@@ -7,7 +7,8 @@ prove the flow would change nothing; otherwise None, and the command runs the fl
 - the endpoint is a configured server (the embedded model is never started here) and the call asks online, without
   --retry-failed, in the answer format the run was made in (no probe to send);
 - the run exists, is published (its last call passed the gate and no call is under way: a running or killed call
-  leaves it 'running'), and asks as this call would (every parameter that defines a run equal: IDENTITY_KEYS);
+  leaves it 'running'), and asks as this call would (the engine's one claim rule, tasks/engine/runs.py, finds
+  nothing that differs);
 - the personalities are stored with the instructions this call would store;
 - no shard of the run waits on disk (a killed call's answers, which the flow would load first);
 - every planned item is judged on the current texts, and the gate passes on this call's plan, read-only.
@@ -26,10 +27,11 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import MEMORY_TIGHT, connect, publish_snapshot
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import stored_run
 from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
 from tasks.judge.asking import JudgePlan, Pair
-from tasks.judge.runs import IDENTITY_KEYS, judge_config, judge_run_name, planned_frames, run_parameters
+from tasks.judge.runs import judge_claim, judge_config, judge_run_name, planned_frames
 
 PUBLISHED = "published"
 
@@ -55,8 +57,7 @@ def settled(
         row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
         if row is None or row[5] != PUBLISHED:
             return None
-        run_id, have_collection, _, have_model, have_params, _ = row
-        stored = json.loads(have_params)
+        stored = json.loads(row[4])
         answer_format = str(stored.get("answer_format", FREE))
         if answer_format not in (FREE, *DIALECTS) or settings.answer_format not in ("auto", answer_format):
             return None  # the flow would probe the server, or refuse the format
@@ -64,10 +65,9 @@ def settled(
             endpoint.base_urls, endpoint.model, endpoint.backend, answer_format, "as the run resumed asked"
         )
         config = judge_config(endpoint, n_samples)
-        want = {"model": config.model} | run_parameters(config, methods)
-        have = {"model": have_model} | stored
-        if have_collection != collection or any(key not in have or have[key] != want[key] for key in IDENTITY_KEYS):
-            return None  # the flow says why (or resumes a run older than a parameter): let it
+        run_id, differences = stored_run(con, judge_claim(name, collection, subset, config, methods), config.model)
+        if run_id is None or differences:
+            return None  # the flow says why: let it
         if not same_personalities(con, personalities):
             return None
         [(warehouse_id,)] = run_sql(con, "engine/select_warehouse_id").fetchall()

@@ -5,8 +5,6 @@ The asking itself is the engine's (tasks/engine/); tasks/judge/asking.py says wh
 
 from __future__ import annotations
 
-import json
-import uuid
 from typing import Any
 
 import polars as pl
@@ -15,18 +13,18 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from peras.errors import CheckFailed
-from peras.lake import is_lake
 from peras.llm.constraints import DIALECTS, FREE
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated, require_collection, retrying, retrying_bounded
+from peras.sql import query_frame, run_sql, run_statements
+from peras.warehouse import now, open_migrated, require_collection, retrying_bounded
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.lease import check_lease, take_lease
+from tasks.engine.runs import claim_run, stored_answer_format
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.judge.asking import JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
-from tasks.judge.runs import check_same_run, judge_run_name, planned_frames, run_parameters
+from tasks.judge.runs import judge_claim, judge_run_name, planned_frames
 
 
 @task(cache_policy=NO_CACHE)
@@ -58,9 +56,7 @@ def load_pairs(
 def resumed_answer_format(settings: Settings, run_name: str) -> str | None:
     """The answer format the judge run of that name asked in, if it exists ('free' for a run older than formats);
     None for a new run, or a fanned-out one whose parts each probe their own host."""
-    with open_migrated(settings.warehouse) as con:
-        row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
-    stored = str(json.loads(row[4]).get("answer_format", FREE)) if row is not None else None
+    stored = stored_answer_format(settings, declaration("judge"), run_name)
     return stored if stored in (FREE, *DIALECTS) else None
 
 
@@ -76,44 +72,14 @@ def register_run(
     pool: str | None = None,
     lease: bool = True,
 ) -> RunIdentity:
-    """Create the run, or resume one of that name that asks the same way (same model, prompts, parameters).
-    A run judging judge-run pools is named <collection>-runs-<model> unless named. With `lease` the run's lease is
-    taken in the same write (tasks/engine/lease.py): a run another live process asks is refused, naming it; the
-    parts of a fanned-out run share their parent's run without it (each part's attempt is fenced instead)."""
+    """Create the run, or resume one of that name that asks the same way (same collection, model, prompts,
+    parameters): the engine's one claim rule. A run judging judge-run pools is named <collection>-runs-<model> unless
+    named. With `lease` the run's lease is taken in the same write (tasks/engine/lease.py): a run another live process
+    asks is refused, naming it; the parts of a fanned-out run share their parent's run without it (each part's
+    attempt is fenced instead)."""
     name = judge_run_name(run_name, collection_id, subset_name, pool, config.model)
-    params = run_parameters(config, methods)
-
-    def claim() -> RunIdentity:
-        with open_migrated(settings.warehouse) as con:
-            row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
-            if row is not None:
-                _, have_collection, _, have_model, have_params, _ = row
-                have = {"model": have_model} | json.loads(have_params)
-                check_same_run(name, collection_id, have_collection, have, params)
-            run_id = uuid.uuid4().hex[:16] if row is None else row[0]
-            if lease:
-                take_lease(con, "judge", "judge run", name, run_id)
-            if row is None:
-                run_sql(
-                    con,
-                    "judge/insert_run",
-                    {
-                        "run_id": run_id,
-                        "run_name": name,
-                        "collection_id": collection_id,
-                        "subset_name": subset_name,
-                        "model": config.model,
-                        "backend": config.backend,
-                        "params": json.dumps(params, sort_keys=True),
-                        "created_at": now(),
-                    },
-                )
-        return RunIdentity(warehouse_id, "judge", run_id, name, config.model, config.backend)
-
-    run = retrying(claim)
-    if lease and is_lake(settings.warehouse):  # two claims may have committed at once there
-        check_lease(settings.warehouse, "judge", "judge run", name, run.run_id)
-    return run
+    claim = judge_claim(name, collection_id, subset_name, config, methods)
+    return claim_run(settings, warehouse_id, claim, config.model, config.backend, lease)
 
 
 def plan_judgments(
@@ -145,11 +111,8 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
             shares = query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
             status = "failed_check" if problems else "published"
             reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
-            run_sql(
-                con,
-                "judge/set_run_status",
-                {"run_id": run.run_id, "status": status, "status_reason": reason, "finished_at": now()},
-            )
+            record = {"run_id": run.run_id, "status": status, "status_reason": reason, "finished_at": now()}
+            run_statements(con, declaration("judge").sql("set_run_status"), record)
         return problems, shares
 
     problems, shares = retrying_bounded(gate)  # a DuckLake status update may meet another run's

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,9 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import connect, now, open_migrated
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.runs import RunClaim, claim_run, stored_run
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import declaration
 from tasks.engine.stages import HeldPlan
 from tasks.personas.build import BuildAsk, BuildConfig, BuildStage
 from tasks.shared.personalities import BUILTIN, CONDITIONS, SET_NAME, resolve_set
@@ -77,7 +78,8 @@ def build_parameters(config: BuildConfig) -> dict[str, Any]:
 
 @task(cache_policy=NO_CACHE)
 def register_build(settings: Settings, warehouse_id: str, set_name: str, config: BuildConfig) -> RunIdentity:
-    """A new version of the set, or the latest one resumed when it is unfinished and was started the same way."""
+    """A new version of the set, or the latest one resumed when it is unfinished and was started the same way (the
+    engine's one claim rule finds nothing that differs, tasks/engine/runs.py); claimed with its lease."""
     if not SET_NAME.fullmatch(set_name) or set_name == BUILTIN:
         raise UsageError(
             f"set name {set_name!r}: up to 20 letters, digits, '-' or '_' (not {BUILTIN!r}, the study's set)"
@@ -85,23 +87,19 @@ def register_build(settings: Settings, warehouse_id: str, set_name: str, config:
     params = build_parameters(config)
     with open_migrated(settings.warehouse) as con:
         versions = run_sql(con, "persona_sets/select_versions", {"set_name": set_name}).fetchall()
-        latest = versions[0] if versions else None
-        if latest and latest[4] != "published" and latest[2] == config.model and json.loads(latest[3]) == params:
-            set_id, version = latest[0], latest[1]
-            run_sql(con, "persona_sets/start_set", {"set_id": set_id, "backend": config.backend})
-        else:
-            set_id, version = uuid.uuid4().hex[:16], (latest[1] + 1 if latest else 1)
-            values = {
-                "set_id": set_id,
-                "set_name": set_name,
-                "version": version,
-                "model": config.model,
-                "backend": config.backend,
-                "params": json.dumps(params, sort_keys=True),
-                "created_at": now(),
-            }
-            run_sql(con, "persona_sets/insert_set", values)
-    return RunIdentity(warehouse_id, "persona_sets", set_id, f"{set_name}@{version}", config.model, config.backend)
+        version = versions[0][0] + 1 if versions else 1
+        if versions and versions[0][1] != "published":
+            unfinished = build_claim(set_name, versions[0][0], config, params)
+            if not stored_run(con, unfinished, config.model)[1]:
+                version = versions[0][0]
+    claim = build_claim(set_name, version, config, params)
+    return claim_run(settings, warehouse_id, claim, config.model, config.backend)
+
+
+def build_claim(set_name: str, version: int, config: BuildConfig, params: dict[str, Any]) -> RunClaim:
+    """A set version as a run: named NAME@V, fixed by its model and build settings."""
+    values = {"set_name": set_name, "version": version}
+    return RunClaim(declaration("persona_sets"), f"{set_name}@{version}", values, params)
 
 
 @task(cache_policy=NO_CACHE)
