@@ -44,42 +44,75 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
     `--backend` (a label recorded with the run) is passed on to the command as `backend`.
     """
+    return asking_endpoint_options(
+        [
+            click.option(
+                "--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance)."
+            ),
+            click.option("--model", help="Model name the endpoint serves."),
+        ],
+        api_key_help="Environment variable holding the API key [OPENAI_API_KEY].",
+        backend_help="Backend label to record (vllm, openai, deepseek, ...).",
+        concurrency_help="Requests in flight per endpoint [8].",
+    )(func)
 
-    @click.option("--base-url", "base_urls", multiple=True, help="OpenAI-compatible base URL (repeat to load-balance).")
-    @click.option("--model", help="Model name the endpoint serves.")
-    @click.option("--api-key-env", help="Environment variable holding the API key [OPENAI_API_KEY].")
-    @click.option("--backend", help="Backend label to record (vllm, openai, deepseek, ...).")
-    @click.option("--concurrency", type=bounded(1), help="Requests in flight per endpoint [8].")
-    @click.option("--request-budget", type=bounded(0), help="Most requests this run may send.")
-    @click.option(
-        "--answer-format",
-        type=click.Choice(ANSWER_FORMATS),
-        help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
-        " constrained: refuse an endpoint that enforces none [auto].",
-    )
-    @mode_options
-    @functools.wraps(func)
-    def wrapper(
-        *args: Any,
-        base_urls: tuple[str, ...],
-        model: str | None,
-        api_key_env: str | None,
-        concurrency: int | None,
-        request_budget: int | None,
-        answer_format: str | None,
-        **kwargs: Any,
-    ) -> Any:
-        overrides = kwargs.pop("_settings_overrides", {}) | {
-            "base_urls": list(base_urls) or None,
-            "model": model,
-            "api_key_env": api_key_env,
-            "concurrency": concurrency,
-            "request_budget": request_budget,
-            "answer_format": answer_format,
-        }
-        return func(*args, _settings_overrides=overrides, **kwargs)
 
-    return wrapper
+def asking_endpoint_options(
+    url_and_model: list[Callable[[Callable[..., Any]], Callable[..., Any]]],
+    *,
+    api_key_help: str,
+    backend_help: str,
+    concurrency_help: str,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The endpoint flags of whatever asks an LLM (the judge's, the fuser's, ...), as settings overrides.
+
+    `url_and_model`: the two options naming the endpoint, with the destinations `base_urls` and `model`, in the
+    order --help lists them; the help texts of the other flags say whose endpoint they set. --mode and --wait
+    come with them (mode_options); `--backend` is passed on to the command as `backend`.
+    """
+    options: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+        *url_and_model,
+        click.option("--api-key-env", help=api_key_help),
+        click.option("--backend", help=backend_help),
+        click.option("--concurrency", type=bounded(1), help=concurrency_help),
+        click.option("--request-budget", type=bounded(0), help="Most requests this run may send."),
+        click.option(
+            "--answer-format",
+            type=click.Choice(ANSWER_FORMATS),
+            help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
+            " constrained: refuse an endpoint that enforces none [auto].",
+        ),
+        mode_options,
+    ]
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(
+            *args: Any,
+            base_urls: tuple[str, ...],
+            model: str | None,
+            api_key_env: str | None,
+            concurrency: int | None,
+            request_budget: int | None,
+            answer_format: str | None,
+            **kwargs: Any,
+        ) -> Any:
+            overrides = kwargs.pop("_settings_overrides", {}) | {
+                "base_urls": list(base_urls) or None,
+                "model": model,
+                "api_key_env": api_key_env,
+                "concurrency": concurrency,
+                "request_budget": request_budget,
+                "answer_format": answer_format,
+            }
+            return func(*args, _settings_overrides=overrides, **kwargs)
+
+        decorated: Callable[..., Any] = wrapper
+        for option in reversed(options):  # listed top down, as --help shows them
+            decorated = option(decorated)
+        return decorated
+
+    return decorate
 
 
 def mode_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -141,6 +174,31 @@ def run_flow(flow: Any, *, tags: list[str], flow_run_name: str | None = None, **
                 flow=chosen, parameters=chosen.serialize_parameters(parameters), state=Pending(), tags=tags
             )
         return run_flow_run(chosen, flow_run=flow_run, parameters=parameters)
+
+
+def run_asking_flow(
+    flow: Any,
+    stage: str,
+    settings: Settings,
+    backend: str | None,
+    *,
+    where: tuple[str | None, ...] = (),
+    **parameters: Any,
+) -> dict[str, Any] | None:
+    """Run a stage's flow that asks an LLM, with `settings` and `backend`, tagged with the stage, `where` (collection
+    and subset) and the endpoint's model and backend. A batch-mode call whose answers are still out prints what it
+    submitted and what to run next (waiting_line) and returns None; else the flow's summary."""
+    summary: dict[str, Any] = run_flow(
+        flow,
+        tags=run_tags(stage, *where, **endpoint_tags(settings, backend)),
+        backend=backend,
+        settings=settings,
+        **parameters,
+    )
+    if summary.get("n_waiting"):  # batch mode: answers still out
+        click.echo(waiting_line(summary))
+        return None
+    return summary
 
 
 def note(message: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -10,51 +9,35 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, mode_options, model_and_backend, run_flow, run_tags, settings_options, waiting_line
+from cli.common import (
+    asking_endpoint_options,
+    bounded,
+    model_and_backend,
+    run_flow,
+    run_tags,
+    settings_options,
+    waiting_line,
+)
 from cli.tables import TextTable, print_text_table
-from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
 
 def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The fuser's endpoint flags, as settings overrides (the settings a judge's --base-url/--model set). Place
     above @settings_options; `--backend` is passed on as `backend`."""
-
-    @click.option("--fuser-model", help="Model the fuser endpoint serves [the embedded model without a URL].")
-    @click.option("--fuser-base-url", "fuser_base_urls", multiple=True, help="The fuser's OpenAI-compatible base URL.")
-    @click.option("--api-key-env", help="Environment variable holding the fuser endpoint's key [OPENAI_API_KEY].")
-    @click.option("--backend", help="Backend label to record for the fuser (vllm, openai, ...).")
-    @click.option("--concurrency", type=bounded(1), help="Fuser requests in flight per endpoint [8].")
-    @click.option("--request-budget", type=bounded(0), help="Most requests this run may send.")
-    @click.option(
-        "--answer-format",
-        type=click.Choice(ANSWER_FORMATS),
-        help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
-        " constrained: refuse an endpoint that enforces none [auto].",
-    )
-    @mode_options
-    @functools.wraps(func)
-    def wrapper(
-        *args: Any,
-        fuser_model: str | None,
-        fuser_base_urls: tuple[str, ...],
-        api_key_env: str | None,
-        concurrency: int | None,
-        request_budget: int | None,
-        answer_format: str | None,
-        **kwargs: Any,
-    ) -> Any:
-        overrides = kwargs.pop("_settings_overrides", {}) | {
-            "base_urls": list(fuser_base_urls) or None,
-            "model": fuser_model,
-            "api_key_env": api_key_env,
-            "concurrency": concurrency,
-            "request_budget": request_budget,
-            "answer_format": answer_format,
-        }
-        return func(*args, _settings_overrides=overrides, **kwargs)
-
-    return wrapper
+    return asking_endpoint_options(
+        [
+            click.option(
+                "--fuser-model", "model", help="Model the fuser endpoint serves [the embedded model without a URL]."
+            ),
+            click.option(
+                "--fuser-base-url", "base_urls", multiple=True, help="The fuser's OpenAI-compatible base URL."
+            ),
+        ],
+        api_key_help="Environment variable holding the fuser endpoint's key [OPENAI_API_KEY].",
+        backend_help="Backend label to record for the fuser (vllm, openai, ...).",
+        concurrency_help="Fuser requests in flight per endpoint [8].",
+    )(func)
 
 
 @click.command()

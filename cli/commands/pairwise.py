@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, waiting_line
+from cli.common import bounded, endpoint_options, run_asking_flow, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
@@ -89,9 +89,12 @@ def pairwise(
     from flows.pairwise import pairwise as pairwise_flow  # Prefect: loaded once the checks above passed
 
     chosen = ["certainty", "tie", "self", "logp", "mp"] if "all" in prompts else list(prompts) or None
-    summary = run_flow(
+    summary = run_asking_flow(
         pairwise_flow,
-        tags=run_tags("pairwise", collection, subset, **endpoint_tags(settings, backend)),
+        "pairwise",
+        settings,
+        backend,
+        where=(collection, subset),
         collection=collection,
         subset=subset,
         personalities=list(personalities) or None,
@@ -101,17 +104,13 @@ def pairwise(
         seed=seed,
         run_name=run_name,
         retry_failed=retry_failed,
-        backend=backend,
-        settings=settings,
     )
-    print_summary(summary)
+    if summary is not None:
+        print_summary(summary)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     """One line: the run, its size, what was sent."""
-    if summary.get("n_waiting"):  # batch mode: answers still out
-        click.echo(waiting_line(summary))
-        return
     click.echo(
         f"{summary['run_name']}: {summary['n_pairs']:,} pairs, {summary['n_planned']:,} answers "
         f"({summary['n_judged_now']:,} new; {summary['n_sent']:,} requests sent, {summary['n_cached']:,} reused), "

@@ -12,12 +12,9 @@ from cli.commands.recognize import recognize
 from cli.common import (
     bounded,
     endpoint_options,
-    endpoint_tags,
-    run_flow,
-    run_tags,
+    run_asking_flow,
     settings_options,
     text_table,
-    waiting_line,
 )
 from peras.prompting import CANONICAL_ORDER
 from peras.settings import Settings
@@ -97,27 +94,25 @@ def check(
     """
     from flows.personas import personas_check
 
-    summary = run_flow(
+    summary = run_asking_flow(
         personas_check,
-        tags=run_tags("personas", **endpoint_tags(settings, backend)),
+        "personas",
+        settings,
+        backend,
         personality_set=personality_set,
         samples=samples,
         temperature=temperature,
         seed=seed,
         run_name=run_name,
-        backend=backend,
         retry_failed=retry_failed,
         items_per_domain=items_per_domain,
-        settings=settings,
     )
-    print_summary(summary)
+    if summary is not None:
+        print_summary(summary)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The matrix, the pass/fail table, then one line of counts."""
-    if summary.get("n_waiting"):  # batch mode: answers still out
-        click.echo(waiting_line(summary))
-        return
     click.echo(f"Mean domain scores (1-5) over {summary['n_samples']} sampled answers per item:")
     echo_table(
         ["personality", *DOMAINS], [[row["personality"], *(row[d] for d in DOMAINS)] for row in summary["matrix"]]
@@ -185,9 +180,11 @@ def build(
     """
     from flows.personas import personas_build
 
-    summary = run_flow(
+    summary = run_asking_flow(
         personas_build,
-        tags=run_tags("personas", **endpoint_tags(settings, backend)),
+        "personas",
+        settings,
+        backend,
         set_name=name,
         conditions=list(conditions) or None,
         max_rounds=max_rounds,
@@ -195,11 +192,10 @@ def build(
         check_samples=check_samples,
         check_temperature=check_temperature,
         items_per_domain=items_per_domain,
-        backend=backend,
         retry_failed=retry_failed,
-        settings=settings,
     )
-    print_build(summary)
+    if summary is not None:
+        print_build(summary)
 
 
 def print_build(summary: dict[str, Any]) -> None:

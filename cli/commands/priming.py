@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, waiting_line
+from cli.common import bounded, endpoint_options, run_asking_flow, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -125,9 +125,12 @@ def priming(
         presence_penalty = model_preset.priming.presence_penalty if presence_penalty is None else presence_penalty
     from flows.priming import priming as priming_flow  # Prefect: loaded once the checks above passed
 
-    summary = run_flow(
+    summary = run_asking_flow(
         priming_flow,
-        tags=run_tags("priming", collection, **endpoint_tags(settings, backend)),
+        "priming",
+        settings,
+        backend,
+        where=(collection,),
         collection=collection,
         topics=list(topics) or None,
         limit_topics=limit_topics,
@@ -141,17 +144,13 @@ def priming(
         frequency_penalty=frequency_penalty,
         presence_penalty=presence_penalty,
         min_per_level=min_per_level,
-        backend=backend,
-        settings=settings,
     )
-    print_summary(summary)
+    if summary is not None:
+        print_summary(summary)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The topic table of the first personality, the pooled table when there are several, the index."""
-    if summary.get("n_waiting"):  # batch mode: answers still out
-        click.echo(waiting_line(summary))
-        return
     from tasks.priming.tables import format_number, format_p
 
     console = Console(width=120)

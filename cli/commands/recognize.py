@@ -10,12 +10,9 @@ import click
 from cli.common import (
     bounded,
     endpoint_options,
-    endpoint_tags,
-    run_flow,
-    run_tags,
+    run_asking_flow,
     settings_options,
     text_table,
-    waiting_line,
 )
 from peras.settings import Settings
 
@@ -63,9 +60,11 @@ def recognize(
     """
     from flows.recognize import recognize as recognize_flow
 
-    summary = run_flow(
+    summary = run_asking_flow(
         recognize_flow,
-        tags=run_tags("recognize", **endpoint_tags(settings, backend)),
+        "recognize",
+        settings,
+        backend,
         judge_run=judge_run,
         dimensions=list(dimensions) or None,
         sample=sample,
@@ -73,18 +72,14 @@ def recognize(
         run_name=run_name,
         recognizer_model=recognizer_model,
         recognizer_base_url=recognizer_base_url,
-        backend=backend,
         retry_failed=retry_failed,
-        settings=settings,
     )
-    print_summary(summary)
+    if summary is not None:
+        print_summary(summary)
 
 
 def print_summary(summary: dict[str, Any]) -> None:
     """The check set's figures first (how far to trust what follows), shares, verdicts, accuracy, then counts."""
-    if summary.get("n_waiting"):  # batch mode: answers still out
-        click.echo(waiting_line(summary))
-        return
     for r in summary["check_scores"]:
         f1 = "-" if r["id_f1"] is None else f"{r['id_f1']:.2f}"
         accuracy = "-" if r["accuracy"] is None else f"{r['accuracy']:.2f}"

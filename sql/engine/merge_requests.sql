@@ -8,22 +8,6 @@
 -- - an 'unanswered' line (sent, no answer) goes to llm_request_history only: it is no answer to reuse, but the
 --   run's budget counts what it cost.
 -- Loading a shard twice (a crash between commit and deletion) adds no history row twice.
-insert into llm_request_history (
-    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
-    replaced_at, why, parsed_confidence, attempt_params
-)
-select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
-       s.http_requests, s.created_at, $replaced_at, 'no answer (the request failed)', s.parsed_confidence,
-       s.attempt_params
-from staged_requests as s
-where s.parse_status = 'unanswered'
-  and not exists (
-      select 1 from llm_request_history as h
-      where h.request_id = s.request_id and h.created_at = s.created_at and h.run_id is not distinct from s.run_id
-  );
-
-delete from staged_requests where parse_status = 'unanswered';
-
 create or replace temp table request_merge as
 select
     s.request_id,
@@ -34,7 +18,32 @@ select
         else 'duplicate'
     end as action
 from staged_requests as s
-left join llm_requests as r on r.request_id = s.request_id;
+left join llm_requests as r on r.request_id = s.request_id
+where s.parse_status <> 'unanswered';
+
+-- the staged rows that go to history only: unanswered lines and duplicate answers (each once)
+insert into llm_request_history (
+    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
+    replaced_at, why, parsed_confidence, attempt_params
+)
+select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
+       s.http_requests, s.created_at, $replaced_at,
+       case
+           when s.parse_status = 'unanswered' then 'no answer (the request failed)'
+           else 'duplicate answer (the stored one is kept)'
+       end,
+       s.parsed_confidence, s.attempt_params
+from staged_requests as s
+where (
+      s.parse_status = 'unanswered'
+      or exists (select 1 from request_merge as m where m.request_id = s.request_id and m.action = 'duplicate')
+  )
+  and not exists (
+      select 1 from llm_request_history as h
+      where h.request_id = s.request_id and h.created_at = s.created_at and h.run_id is not distinct from s.run_id
+  );
+
+delete from staged_requests where parse_status = 'unanswered';
 
 insert into llm_request_history (
     request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
@@ -44,20 +53,6 @@ select r.request_id, r.run_id, r.raw_text, r.attempt_texts, r.parsed_value, r.pa
        r.http_requests, r.created_at, $replaced_at, 'failure re-asked', r.parsed_confidence, r.attempt_params
 from llm_requests as r
 inner join request_merge as m on m.request_id = r.request_id and m.action = 'replace';
-
-insert into llm_request_history (
-    request_id, run_id, raw_text, attempt_texts, parsed_value, parse_status, parse_reason, http_requests, created_at,
-    replaced_at, why, parsed_confidence, attempt_params
-)
-select s.request_id, s.run_id, s.raw_text, s.attempt_texts, s.parsed_value, s.parse_status, s.parse_reason,
-       s.http_requests, s.created_at, $replaced_at, 'duplicate answer (the stored one is kept)', s.parsed_confidence,
-       s.attempt_params
-from staged_requests as s
-inner join request_merge as m on m.request_id = s.request_id and m.action = 'duplicate'
-where not exists (
-    select 1 from llm_request_history as h
-    where h.request_id = s.request_id and h.created_at = s.created_at and h.run_id is not distinct from s.run_id
-);
 
 update llm_requests as r
 set raw_text = s.raw_text, attempts = s.attempts, attempt_texts = s.attempt_texts, parsed_value = s.parsed_value,

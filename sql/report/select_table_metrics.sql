@@ -1,6 +1,6 @@
 -- The metrics of the study's Tables 7 and 8 (kappa, QWK, macro-F1; RO, RU, HMR) for every personality of the
 -- report's runs, and ECE (the reliability diagrams' titles), each next to `default` of the same run and setting
--- (CoT x confidence method).
+-- (CoT x confidence method): vs_default_of's comparison, with default's own rows (default_value = value).
 -- is_better: the metric beats default in its direction (false on a tie; null for default itself, for a null
 -- value, or when the run/setting has no default group).
 with long as (
@@ -8,10 +8,9 @@ with long as (
     where metric in ('cohen_kappa', 'qwk', 'macro_f1', 'ro', 'ru', 'hmr', 'ece')
 ),
 
-defaults as (
-    select run_id, cot, confidence_method, metric, value as default_value
-    from long
-    where personality = 'default'
+vs_default as (
+    select run_id, cot, confidence_method, personality, metric, default_value, is_better
+    from vs_default_of(metrics := 'metric_long_snapshot')
 ),
 
 final as (
@@ -26,14 +25,10 @@ final as (
         long.personality,
         long.metric,
         long.value,
-        defaults.default_value,
-        case
-            when long.personality = 'default' then null
-            when long.is_higher_better then long.value > defaults.default_value
-            else long.value < defaults.default_value
-        end as is_better
+        if(long.personality = 'default', long.value, vs_default.default_value) as default_value,
+        vs_default.is_better
     from long
-    left join defaults using (run_id, cot, confidence_method, metric)
+    left join vs_default using (run_id, cot, confidence_method, personality, metric)
 )
 
 select * from final
