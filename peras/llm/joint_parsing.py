@@ -18,17 +18,14 @@ The `certainty` method's double brackets are the judge's own: tasks/judge/parsin
 
 from __future__ import annotations
 
-from peras.llm.parsing import Reading, answer_body, json_confidence, json_object_with, no_body_reason
+from peras.llm.parsing import Reading, json_confidence, json_object_with
 
 JointResult = Reading[int]  # a label and its confidence read from one answer, or None for both with the reason
 
 
 def parse_self_answer(text: str | None) -> JointResult:
     """The "relevance" and "confidence_score" of the answer's JSON object (rule in the module doc)."""
-    body = answer_body(text)
-    if body is None:
-        return _fail(no_body_reason(text))
-    answer = json_object_with(body, "relevance")
+    answer = json_object_with(text, "relevance")
     if isinstance(answer, str):
         return _fail(answer)
     label = answer["relevance"]

@@ -37,7 +37,7 @@ On success `reason` names the step that decided: 'bare', 'marker', 'last', 'lead
 
 The generic helpers the other answer readers build on (peras/llm/joint_parsing.py, tasks/judge/parsing.py,
 tasks/pairwise/parsing.py) are here too: `Reading` (a value and its confidence, or the reason there is none),
-`without_reasoning`/`answer_body` (step 0's reasoning rule), `double_bracketed`, `is_integer_text`, `json_objects`,
+`without_reasoning`/`answer_body` (step 0's reasoning rule), `double_bracketed`, `is_integer_text`,
 `json_object_with` and `json_confidence`.
 """
 
@@ -258,7 +258,7 @@ def is_integer_text(text: str) -> bool:
     return _INTEGER.fullmatch(text) is not None
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
+def _json_objects(text: str) -> list[dict[str, Any]]:
     """Every JSON object that decodes at a '{' of the text, outermost first (nested ones are inside it)."""
     found: list[dict[str, Any]] = []
     position = text.find("{")
@@ -274,10 +274,14 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def json_object_with(body: str, key: str) -> dict[str, Any] | str:
-    """The answer's one JSON object holding `key` (equal copies count as one), or why not: 'no JSON object', or
-    'ambiguous' for two that differ."""
-    found = [obj for obj in json_objects(body) if key in obj]
+def json_object_with(text: str | None, key: str) -> dict[str, Any] | str:
+    """The answer's one JSON object holding `key` (equal copies count as one), its reasoning dropped first
+    (`answer_body`), or why not: 'empty' or 'truncated' (`no_body_reason`), 'no JSON object', or 'ambiguous' for two
+    that differ."""
+    body = answer_body(text)
+    if body is None:
+        return no_body_reason(text)
+    found = [obj for obj in _json_objects(body) if key in obj]
     if not found:
         return "no JSON object"
     if any(obj != found[0] for obj in found[1:]):

@@ -152,10 +152,7 @@ def option_logprobs(content: list[dict[str, Any]] | None, choice: str) -> Option
 def _selected(text: str | None) -> tuple[str, dict[str, Any]] | Verdict:
     """The position chosen by the answer's one JSON object with a "selected_output" ('A' for Output (a)), and that
     object; a failure if there is none, several that differ, or its value is not one of the two outputs."""
-    body = answer_body(text)
-    if body is None:
-        return _fail(no_body_reason(text))
-    answer = json_object_with(body, "selected_output")
+    answer = json_object_with(text, "selected_output")
     if isinstance(answer, str):
         return _fail(answer)
     selected = answer["selected_output"]
