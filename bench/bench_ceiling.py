@@ -43,17 +43,12 @@ from bench.common import (  # noqa: E402
 )
 from peras.llm.parsing import parse_confidence, parse_label  # noqa: E402
 from peras.local_model import local_server  # noqa: E402
-from peras.prompting import (  # noqa: E402
-    Personality,
-    build_confidence_messages,
-    build_label_messages,
-    sampling_params,
-    select_personalities,
-)
+from peras.prompting import Personality, sampling_params, select_personalities  # noqa: E402
 from peras.settings import load_settings  # noqa: E402
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
 from support.prefect_server import prefect_server  # noqa: E402
+from tasks.judge.prompt import build_confidence_messages, build_label_messages  # noqa: E402
 from tasks.judge.runs import EMBEDDED_MAX_TOKENS  # noqa: E402
 
 TARGET_RATIO = 0.95

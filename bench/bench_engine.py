@@ -39,15 +39,11 @@ import duckdb  # noqa: E402
 from bench.common import finish, headline, machine, peras_command, peras_env, versions  # noqa: E402
 from peras.llm.parsing import parse_confidence, parse_label  # noqa: E402
 from peras.llm.transport import make_transport  # noqa: E402
-from peras.prompting import (  # noqa: E402
-    build_confidence_messages,
-    build_label_messages,
-    sampling_params,
-    select_personalities,  # noqa: E402
-)
+from peras.prompting import sampling_params, select_personalities  # noqa: E402
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
 from support.prefect_server import free_port, prefect_server  # noqa: E402
+from tasks.judge.prompt import build_confidence_messages, build_label_messages  # noqa: E402
 
 MODEL = "bench-model"
 TARGET = 0.95

@@ -1,5 +1,9 @@
 """Personalities and prompt templates: data files validated on load, rendered into chat messages.
 
+What every stage shares: the personalities, the prompt files (`load_prompt`, `cached_prompt`, `sampling_params`),
+the message layout (`personality_messages`) and the request hashes. Each stage builds its own messages from them
+(tasks/judge/prompt.py, tasks/pairwise/prompt.py, tasks/personas/prompt.py, tasks/priming/prompt.py, ...).
+
 Message layout (one request = one user message, no system message):
 
     <personality instruction>
@@ -10,9 +14,6 @@ For the `default` personality the instruction is empty and the message is the ta
 leading blank line. This is Phi = [pi || tau || q || d]: the query and passage sit inside the task
 template, as in the study. A single user message is used because not every chat template (Gemma, some
 Mistral versions) accepts a system role, and it keeps the prompt identical across backends.
-
-The confidence prompt is a second, independent request with the same layout and personality; the label
-the model gave is written into the template (`{predicted_score}`), not replayed as a chat turn.
 """
 
 from __future__ import annotations
@@ -140,6 +141,9 @@ def select_personalities(codes: list[str] | None, extra_dir: Path | None = None)
     return [p for p in available if p.code in wanted]
 
 
+_PROMPT_CACHE: dict[str, PromptTemplate] = {}
+
+
 def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
     """Read `<directory>/<name>.toml` and check that its placeholders are exactly the declared ones."""
     if name not in PROMPT_NAMES:
@@ -159,48 +163,22 @@ def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
     return PromptTemplate(name, data["description"], declared, data["template"], dict(data["sampling"]))
 
 
-def build_label_messages(personality: Personality, query: str, document: str, cot: bool) -> list[dict[str, str]]:
-    """The label request: personality instruction, blank line, UMBRELA (cot) or bare-integer task."""
-    template = _prompt("label_cot" if cot else "label_nocot")
-    return _messages(personality, template.render(query=query, document=document))
+def cached_prompt(name: str) -> PromptTemplate:
+    """`load_prompt(name)`, read and validated once per process: rendering runs once per request."""
+    if name not in _PROMPT_CACHE:
+        _PROMPT_CACHE[name] = load_prompt(name)
+    return _PROMPT_CACHE[name]
 
 
-def build_confidence_messages(
-    personality: Personality, query: str, document: str, predicted_score: int
-) -> list[dict[str, str]]:
-    """The post-hoc confidence request for a label the same personality gave."""
-    template = _prompt("confidence")
-    return _messages(personality, template.render(query=query, document=document, predicted_score=predicted_score))
-
-
-def build_joint_messages(
-    personality: Personality, query: str, document: str, cot: bool, method: str
-) -> list[dict[str, str]]:
-    """One request asking for the label and its confidence together: method 'self' (a JSON answer) or
-    'certainty' (the label and a 1-100 certainty in double brackets), with the no-CoT or CoT rubric."""
-    template = _prompt(f"{method}_{'cot' if cot else 'nocot'}")
-    return _messages(personality, template.render(query=query, document=document))
-
-
-def build_item_messages(personality: Personality, statement: str) -> list[dict[str, str]]:
-    """A BFI-2 item under a personality, laid out as judging is (peras/bfi2.py reads the 1-5 answer)."""
-    return _messages(personality, _prompt("bfi2_item").render(item=statement))
-
-
-def build_pairwise_messages(
-    personality: Personality, name: str, query: str, passage_a: str, passage_b: str
-) -> list[dict[str, str]]:
-    """A pairwise request (pairwise_certainty, pairwise_tie, or the overconfidence study's templates self_pairwise
-    and mp_logp_pairwise): the query as the question, the passages as answers A and B, laid out as judging is."""
-    template = _prompt(name)
-    if name in ("self_pairwise", "mp_logp_pairwise"):
-        return _messages(personality, template.render(question=query, answer_a=passage_a, answer_b=passage_b))
-    return _messages(personality, template.render(question=query, asst_A=passage_a, asst_B=passage_b))
+def personality_messages(personality: Personality, task: str) -> list[dict[str, str]]:
+    """The one user message of a request: the personality's instruction, a blank line, the task (module doc)."""
+    text = f"{personality.instruction}\n\n{task}" if personality.instruction else task
+    return [{"role": "user", "content": text}]
 
 
 def sampling_params(name: str) -> dict[str, Any]:
     """The sampling parameters of a prompt (a copy: callers add max_tokens, logprobs, seed...)."""
-    return dict(_prompt(name).sampling)
+    return dict(cached_prompt(name).sampling)
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:
@@ -258,21 +236,6 @@ def _canonical_params(params: dict[str, Any]) -> bytes:
             _PARAMS_CACHE.clear()
         found = _PARAMS_CACHE[key] = _canonical_json(params)
     return found
-
-
-_PROMPT_CACHE: dict[str, PromptTemplate] = {}
-
-
-def _prompt(name: str) -> PromptTemplate:
-    # Rendering runs once per judgment: read and validate each file once per process.
-    if name not in _PROMPT_CACHE:
-        _PROMPT_CACHE[name] = load_prompt(name)
-    return _PROMPT_CACHE[name]
-
-
-def _messages(personality: Personality, task: str) -> list[dict[str, str]]:
-    text = f"{personality.instruction}\n\n{task}" if personality.instruction else task
-    return [{"role": "user", "content": text}]
 
 
 def _canonical_messages(messages: list[dict[str, str]]) -> bytes:

@@ -9,9 +9,11 @@ import math
 
 import pytest
 
-from peras.llm.joint_parsing import JointResult, parse_certainty_answer, parse_self_answer
-from peras.prompting import build_joint_messages, load_personalities, load_prompt
+from peras.llm.joint_parsing import JointResult, parse_self_answer
+from peras.prompting import load_personalities, load_prompt
 from support.fake_openai import FakeOpenAI, Fault, Reply, instant
+from tasks.judge.parsing import parse_certainty_answer
+from tasks.judge.prompt import build_joint_messages
 from tests.test_integrity import judge_cli, not_derivable, rows
 
 # The overconfidence study's SC template, verbatim from the issue.

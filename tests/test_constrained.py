@@ -24,11 +24,12 @@ from peras.llm.constraints import (
     probe_params,
     resolve_answer_format,
 )
-from peras.llm.joint_parsing import parse_certainty_answer, parse_self_answer
-from peras.llm.pairwise_parsing import PARSERS
+from peras.llm.joint_parsing import parse_self_answer
 from peras.llm.parsing import parse_confidence, parse_label
 from peras.prompting import PROMPT_NAMES
 from support.fake_openai import speaking
+from tasks.judge.parsing import parse_certainty_answer
+from tasks.pairwise.parsing import PARSERS
 from tasks.priming.prompt import parse_batch_answer
 from tasks.recognize.parsing import read_state
 

@@ -17,8 +17,10 @@ from peras.llm.client import LLMClient
 from peras.llm.constraints import Probe, answer_shape, constrain, numbered_shape, probe_dialect
 from peras.llm.joint_parsing import parse_self_answer
 from peras.llm.parsing import label_logprob_scores, label_token
-from peras.prompting import build_joint_messages, build_label_messages, build_pairwise_messages, select_personalities
+from peras.prompting import select_personalities
 from peras.settings import Settings
+from tasks.judge.prompt import build_joint_messages, build_label_messages
+from tasks.pairwise.prompt import build_pairwise_messages
 from tasks.recognize.parsing import read_state
 from tasks.recognize.prompt import state_messages
 from tasks.recognize.sentences import numbered, split_sentences

@@ -10,8 +10,9 @@ import pytest
 
 from peras.errors import BackendError
 from peras.llm.client import LLMClient
-from peras.prompting import build_confidence_messages, build_label_messages, load_personalities
+from peras.prompting import load_personalities
 from support.fake_openai import FakeOpenAI, fake_openai_process, instant, script
+from tasks.judge.prompt import build_confidence_messages, build_label_messages
 
 pytestmark = pytest.mark.core
 

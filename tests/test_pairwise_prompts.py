@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from peras.llm.pairwise_parsing import (
+from peras.prompting import load_personalities, load_prompt
+from tasks.pairwise.draws import Judged, PairDraw, draw_pairs, draw_topic, stratum_quotas
+from tasks.pairwise.parsing import (
     Verdict,
     option_logprobs,
     parse_certainty_verdict,
@@ -16,8 +18,7 @@ from peras.llm.pairwise_parsing import (
     parse_self_verdict,
     parse_tie_verdict,
 )
-from peras.prompting import build_pairwise_messages, load_personalities, load_prompt
-from tasks.pairwise.draws import Judged, PairDraw, draw_pairs, draw_topic, stratum_quotas
+from tasks.pairwise.prompt import build_pairwise_messages
 from tests.paper_text import apply_changes, changes_table, excerpt, normalise
 
 pytestmark = pytest.mark.core

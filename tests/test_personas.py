@@ -11,8 +11,9 @@ import pytest
 from flows.personas import personas_check
 from peras.bfi2 import BFI2_ITEMS, load_items, parse_answer
 from peras.errors import InputError
-from peras.prompting import build_item_messages, load_personalities
+from peras.prompting import load_personalities
 from support.fake_openai import FakeOpenAI
+from tasks.personas.prompt import build_item_messages
 from tests.conftest import SHARED_DATA
 from tests.helpers import run_cli
 

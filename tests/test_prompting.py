@@ -14,8 +14,6 @@ import pytest
 
 from peras.errors import InputError, UsageError
 from peras.prompting import (
-    build_confidence_messages,
-    build_label_messages,
     load_personalities,
     load_prompt,
     prompt_hash,
@@ -24,6 +22,7 @@ from peras.prompting import (
     sampling_params,
     select_personalities,
 )
+from tasks.judge.prompt import build_confidence_messages, build_label_messages
 
 pytestmark = pytest.mark.core
 

@@ -34,10 +34,16 @@ The number found is then checked:
   an absurd reading. Integers 0 and 1 stay 0 and 1. Outside 0-100: 'out of range 0-100'.
 
 On success `reason` names the step that decided: 'bare', 'marker', 'last', 'leading', 'percent', 'single'.
+
+The generic helpers the other answer readers build on (peras/llm/joint_parsing.py, tasks/judge/parsing.py,
+tasks/pairwise/parsing.py) are here too: `Reading` (a value and its confidence, or the reason there is none),
+`without_reasoning`/`answer_body` (step 0's reasoning rule), `double_bracketed`, `is_integer_text`,
+`json_object_with` and `json_confidence`.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -66,6 +72,21 @@ class LogprobScores(NamedTuple):
     mass: float | None = None  # sum of exp(logprob) over the label tokens found, before renormalising
 
 
+V = TypeVar("V")
+
+
+# No slots: Python 3.11 cannot make a frozen slotted generic through its alias (`Reading[int](...)` raises TypeError).
+@dataclass(frozen=True)
+class Reading(Generic[V]):
+    """A value and its confidence read from one answer (confidence None where the format has none), or None for both
+    with the reason it could not be read."""
+
+    value: V | None
+    confidence: float | None
+    ok: bool
+    reason: str
+
+
 @dataclass(frozen=True, slots=True)
 class _Number:
     text: str
@@ -78,6 +99,9 @@ class _Number:
 
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_DOUBLE_BRACKETS = re.compile(r"\[\[\s*([^\[\]]*?)\s*\]\]")
+_INTEGER = re.compile(r"-?\d+")
+_DECODER = json.JSONDecoder()
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 # A standalone number: not glued to letters, a decimal point, a slash or a hyphen on the left (so "H2O",
 # the "3" of "2/3" and the "3" of "2-3" are not numbers), optionally "%" or "/N" or "out of N" after it.
@@ -163,7 +187,7 @@ def option_distribution(top_logprobs: list[dict[str, Any]] | None, options: Mapp
     """The softmax over the options' log-probabilities at one token: exp(logprob) of every top token that spells an
     option (`options`: token text, spaces stripped -> option; several tokens of one option add up), divided by their
     sum. LogP's distribution, for the four labels (`label_logprob_scores`) and for a pairwise answer's two options
-    (peras/llm/pairwise_parsing.py). An option without a top token has probability 0 and is listed in `missing`."""
+    (tasks/pairwise/parsing.py). An option without a top token has probability 0 and is listed in `missing`."""
     if not top_logprobs:
         return OptionDistribution(None, "no logprobs")
     order = list(dict.fromkeys(options.values()))
@@ -199,6 +223,86 @@ def label_token(content: list[dict[str, Any]] | None, label: int) -> tuple[int |
 
 
 _LABEL_TOKENS = {str(k): k for k in range(4)}
+
+
+def without_reasoning(text: str) -> str | None:
+    """The text without its closed `<think>...</think>` blocks and without everything up to a lone `</think>` (some
+    chat templates put "<think>" in the prompt, so only the closing tag reaches us); None when a block never closed."""
+    text = _THINK_BLOCK.sub(" ", text)
+    lowered = text.lower()
+    if "</think>" in lowered:
+        return text[lowered.rindex("</think>") + len("</think>") :]
+    return None if "<think>" in lowered else text
+
+
+def answer_body(text: str | None) -> str | None:
+    """The answer without its reasoning (`without_reasoning`); None when nothing is left or a block never closed
+    (`no_body_reason` says which to report)."""
+    body = None if text is None else without_reasoning(text)
+    return body if body is not None and body.strip() else None
+
+
+def no_body_reason(text: str | None) -> str:
+    """Why `answer_body` found nothing to read: 'empty' for an answer of white space, else 'truncated'."""
+    return "truncated" if text and text.strip() else "empty"
+
+
+def double_bracketed(body: str) -> list[str]:
+    """The values written in double brackets, in order, spaces inside the brackets dropped: `[[ 2 ]] .. [[85]]` gives
+    ['2', '85']."""
+    return _DOUBLE_BRACKETS.findall(body)
+
+
+def is_integer_text(text: str) -> bool:
+    """True for a bare integer, maybe negative ('85', '-1'; not '85%', '8.5' or 'high')."""
+    return _INTEGER.fullmatch(text) is not None
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object that decodes at a '{' of the text, outermost first (nested ones are inside it)."""
+    found: list[dict[str, Any]] = []
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        position = text.find("{", end)
+    return found
+
+
+def json_object_with(text: str | None, key: str) -> dict[str, Any] | str:
+    """The answer's one JSON object holding `key` (equal copies count as one), its reasoning dropped first
+    (`answer_body`), or why not: 'empty' or 'truncated' (`no_body_reason`), 'no JSON object', or 'ambiguous' for two
+    that differ."""
+    body = answer_body(text)
+    if body is None:
+        return no_body_reason(text)
+    found = [obj for obj in _json_objects(body) if key in obj]
+    if not found:
+        return "no JSON object"
+    if any(obj != found[0] for obj in found[1:]):
+        return "ambiguous"
+    return found[0]
+
+
+def json_confidence(answer: Mapping[str, Any], *, fraction_is_probability: bool) -> float | str:
+    """The object's "confidence_score", a JSON number 0-100, or why not: 'no confidence_score', 'confidence not a
+    number' (a string such as "85%" too), 'confidence out of range 0-100'. With `fraction_is_probability` a number
+    written with a decimal point whose value is at most 1 (0.75, 1.0) is a probability and multiplied by 100."""
+    if "confidence_score" not in answer:
+        return "no confidence_score"
+    confidence = answer["confidence_score"]
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        return "confidence not a number"
+    if fraction_is_probability and isinstance(confidence, float) and 0 <= confidence <= 1:
+        confidence *= 100
+    if not 0 <= confidence <= 100:
+        return "confidence out of range 0-100"
+    return float(confidence)
 
 
 def _locate(
@@ -243,15 +347,11 @@ def _locate(
 
 def _clean(text: str) -> str | None:
     """Remove reasoning blocks and markup; None when a reasoning block never closed."""
-    text = _THINK_BLOCK.sub(" ", text)
-    lowered = text.lower()
-    if "</think>" in lowered:
-        # Some chat templates put "<think>" in the prompt, so only the closing tag reaches us.
-        text = text[lowered.rindex("</think>") + len("</think>") :]
-    elif "<think>" in lowered:
+    body = without_reasoning(text)
+    if body is None:
         return None
-    text = _BOXED.sub(r"\1", text)
-    return text.replace("*", "").replace("`", "").strip()
+    body = _BOXED.sub(r"\1", body)
+    return body.replace("*", "").replace("`", "").strip()
 
 
 def _number(match: re.Match[str]) -> _Number:

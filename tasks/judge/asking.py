@@ -24,16 +24,13 @@ from typing import Any
 
 from peras.errors import RequestRejected
 from peras.llm.constraints import DIALECTS, FREE, AnswerShape, answer_shape, constrain
-from peras.llm.joint_parsing import parse_certainty_answer, parse_self_answer
+from peras.llm.joint_parsing import parse_self_answer
 from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
-from peras.prompting import (
-    build_confidence_messages,
-    build_joint_messages,
-    build_label_messages,
-    sampling_params,
-)
+from peras.prompting import sampling_params
 from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params
 from tasks.engine.stages import ask_samples, majority
+from tasks.judge.parsing import parse_certainty_answer
+from tasks.judge.prompt import build_confidence_messages, build_joint_messages, build_label_messages
 
 METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
 JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer

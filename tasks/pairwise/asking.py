@@ -18,11 +18,12 @@ from typing import Any
 
 from peras.errors import RequestRejected
 from peras.llm.constraints import answer_shape
-from peras.llm.pairwise_parsing import PARSERS, option_logprobs
-from peras.prompting import build_pairwise_messages, sampling_params
+from peras.prompting import sampling_params
 from tasks.engine.spec import Answer, Ask, AskFn, PassageStage, request_params
 from tasks.engine.stages import ask_outcome, ask_samples, majority
 from tasks.pairwise.draws import PairDraw
+from tasks.pairwise.parsing import PARSERS, option_logprobs
+from tasks.pairwise.prompt import build_pairwise_messages
 
 # --prompt name -> prompt file; 'logp' and 'mp' ask one file two ways (how: PairwiseConfig.params, PairwiseStage).
 PROMPTS = {
@@ -150,7 +151,7 @@ def read_verdict(answer: Answer) -> dict[str, Any]:
 
 def read_logp(answer: Answer) -> dict[str, Any]:
     """LogP: the verdict read from the text, its confidence from the answer's log-probabilities (the chosen option's
-    probability over the two options x 100, peras/llm/pairwise_parsing.py option_logprobs). A verdict whose answer
+    probability over the two options x 100, tasks/pairwise/parsing.py option_logprobs). A verdict whose answer
     token or options are not among the log-probabilities is a 'logprob_failure' with the reason, no choice kept (the
     views count a choice as read)."""
     if not answer.ok:

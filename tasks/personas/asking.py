@@ -13,9 +13,9 @@ from typing import Any
 
 from peras.bfi2 import Bfi2Item, ParsedAnswer, parse_answer
 from peras.llm.constraints import answer_shape
-from peras.prompting import build_item_messages
 from tasks.engine.spec import Answer, Ask, AskFn, PersonaStage, request_params
 from tasks.engine.stages import ask_outcome
+from tasks.personas.prompt import build_item_messages
 
 
 @dataclass(frozen=True, slots=True)

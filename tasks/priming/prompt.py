@@ -33,7 +33,7 @@ from typing import Any
 
 from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
-from peras.prompting import Personality, _check_keys, _messages, _read_toml
+from peras.prompting import Personality, _check_keys, _read_toml, personality_messages
 
 PROMPT_NAME = "batch_umbrela"
 PROMPT_KEYS: dict[str, type] = {
@@ -134,7 +134,7 @@ def build_batch_messages(
     personality: Personality, query: str, passages: Sequence[tuple[str, str]]
 ) -> list[dict[str, str]]:
     """One user message: the personality instruction, a blank line, the batch task."""
-    return _messages(personality, batch_prompt().render(query, passages))
+    return personality_messages(personality, batch_prompt().render(query, passages))
 
 
 def parse_batch_answer(text: str, doc_ids: Sequence[str], example_ids: Sequence[str] = ()) -> BatchParse:

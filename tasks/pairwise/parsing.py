@@ -29,29 +29,28 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from peras.llm.joint_parsing import _json_objects, _strip_reasoning
-from peras.llm.parsing import OptionDistribution, option_distribution
+from peras.llm.parsing import (
+    OptionDistribution,
+    Reading,
+    answer_body,
+    double_bracketed,
+    is_integer_text,
+    json_confidence,
+    json_object_with,
+    no_body_reason,
+    option_distribution,
+)
 
-_DOUBLE_BRACKETS = re.compile(r"\[\[\s*([^\[\]]*?)\s*\]\]")
 _PRIMED_OPENING = re.compile(r"\s*[^\[\]\s]{1,20}\s*\]\]")  # 'A]]': the continuation of the prompt's "[["
-_INTEGER = re.compile(r"-?\d+")
 _SELECTED = {"Output (a)": "A", "Output (b)": "B"}
 
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """A pairwise choice ('A', 'B', 'C') and its confidence (None for the tie prompt), or the reason it failed."""
-
-    value: str | None
-    confidence: float | None
-    ok: bool
-    reason: str
+Verdict = Reading[str]  # a pairwise choice ('A', 'B', 'C') and its confidence (None for the tie prompt), or why not
 
 
 def parse_certainty_verdict(text: str | None) -> Verdict:
     """`[[A]]`/`[[B]]` then `[[X]]` 1-100 (rule in the module doc)."""
     values = _bracketed(text)
-    if isinstance(values, Verdict):
+    if isinstance(values, Reading):
         return values
     if len(values) < 2:
         return _fail("missing [[verdict]] or [[certainty]]")
@@ -62,7 +61,7 @@ def parse_certainty_verdict(text: str | None) -> Verdict:
         return _fail("tie not offered")
     if choice not in ("A", "B"):
         return _fail(f"verdict [[{choice[:20]}]] not A or B")
-    if not _INTEGER.fullmatch(certainty):
+    if not is_integer_text(certainty):
         return _fail(f"certainty [[{certainty[:20]}]] not an integer")
     if not 1 <= int(certainty) <= 100:
         return _fail("certainty out of range 1-100")
@@ -72,7 +71,7 @@ def parse_certainty_verdict(text: str | None) -> Verdict:
 def parse_tie_verdict(text: str | None) -> Verdict:
     """One `[[A]]`, `[[B]]` or `[[C]]` (rule in the module doc)."""
     values = _bracketed(text)
-    if isinstance(values, Verdict):
+    if isinstance(values, Reading):
         return values
     if not values:
         return _fail("missing [[verdict]]")
@@ -86,23 +85,19 @@ def parse_tie_verdict(text: str | None) -> Verdict:
 def parse_self_verdict(text: str | None) -> Verdict:
     """The "selected_output" and "confidence_score" of the answer's JSON object (rule in the module doc)."""
     found = _selected(text)
-    if isinstance(found, Verdict):
+    if isinstance(found, Reading):
         return found
     choice, answer = found
-    if "confidence_score" not in answer:
-        return _fail("no confidence_score")
-    confidence = answer["confidence_score"]
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        return _fail("confidence not a number")
-    if not 0 <= confidence <= 100:
-        return _fail("confidence out of range 0-100")
-    return Verdict(choice, float(confidence), True, "json")
+    confidence = json_confidence(answer, fraction_is_probability=False)
+    if isinstance(confidence, str):
+        return _fail(confidence)
+    return Verdict(choice, confidence, True, "json")
 
 
 def parse_choice_verdict(text: str | None) -> Verdict:
     """The "selected_output" of the answer's JSON object, without a confidence (rule in the module doc)."""
     found = _selected(text)
-    return found if isinstance(found, Verdict) else Verdict(found[0], None, True, "json")
+    return found if isinstance(found, Reading) else Verdict(found[0], None, True, "json")
 
 
 PARSERS = {
@@ -157,28 +152,23 @@ def option_logprobs(content: list[dict[str, Any]] | None, choice: str) -> Option
 def _selected(text: str | None) -> tuple[str, dict[str, Any]] | Verdict:
     """The position chosen by the answer's one JSON object with a "selected_output" ('A' for Output (a)), and that
     object; a failure if there is none, several that differ, or its value is not one of the two outputs."""
-    body = _strip_reasoning(text)
-    if body is None:
-        return _fail("truncated" if text and text.strip() else "empty")
-    found = [obj for obj in _json_objects(body) if "selected_output" in obj]
-    if not found:
-        return _fail("no JSON object")
-    if any(obj != found[0] for obj in found[1:]):
-        return _fail("ambiguous")
-    selected = found[0]["selected_output"]
+    answer = json_object_with(text, "selected_output")
+    if isinstance(answer, str):
+        return _fail(answer)
+    selected = answer["selected_output"]
     if not isinstance(selected, str) or selected.strip() not in _SELECTED:
         return _fail("selected_output not 'Output (a)' or 'Output (b)'")
-    return _SELECTED[selected.strip()], found[0]
+    return _SELECTED[selected.strip()], answer
 
 
 def _bracketed(text: str | None) -> list[str] | Verdict:
     """The double-bracketed values of the answer, the primed opening completed; a failure if nothing to read."""
-    body = _strip_reasoning(text)
+    body = answer_body(text)
     if body is None:
-        return _fail("truncated" if text and text.strip() else "empty")
+        return _fail(no_body_reason(text))
     if _PRIMED_OPENING.match(body):
         body = "[[" + body.lstrip()
-    return _DOUBLE_BRACKETS.findall(body)
+    return double_bracketed(body)
 
 
 def _fail(reason: str) -> Verdict:
