@@ -7,7 +7,6 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
-from tasks.engine.batch_tasks import ask_in_batches
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.shards import ROWS_PER_SHARD
@@ -94,14 +93,9 @@ def judge(
         with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
             plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
             stage = judge_stage(config, chosen, pairs)
-            if settings.mode == "batch":
-                stats = ask_in_batches(
-                    settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, wait
-                )
-                if stats["n_waiting"]:
-                    return summarize_waiting(run, endpoint, n_planned, stats)
-            else:
-                stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
+            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, wait)
+            if stats.get("n_waiting"):  # batch mode: answers still out; a later call gates
+                return summarize_waiting(run, endpoint, n_planned, stats)
             shares = check_judge_run(settings, run, opaque(plan), config)
     publish_analyst_snapshot(settings)
     summary = summarize(run, endpoint, n_planned, stats, shares)

@@ -89,8 +89,8 @@ def test_a_bad_output_line_names_file_and_line(raw, message):
 
 
 def test_asking_online_only_refuses_batch_mode(tmp_path):
-    # Every stage's flow body hands batch mode to ask_in_batches; what calls ask_all itself (personas build) asks
-    # online only and says so in one line.
+    # ask_all hands batch mode to ask_in_rounds for every stage whose declaration allows it; the persona-set builds
+    # (`batch = false`) ask online only and say so in one line.
     settings = load_settings(warehouse=tmp_path / "w.duckdb", mode="batch")
     identity = RunIdentity("w", "persona_sets", "id", "name", "m", "b")
     with pytest.raises(UsageError) as raised:
@@ -111,15 +111,14 @@ class Journal:
     def __init__(self) -> None:
         self.rows: list[tuple[str, ...]] = []
 
-    def record_answer(self, spec, request_id, prompt_hash, result, texts, sent, parsed, http, started):
-        self.rows.append(
-            ("answer", request_id, json.dumps(texts), json.dumps([p.get("seed") for p in sent]), str(http))
-        )
+    def record_answer(self, tried, result, parsed):
+        seeds = json.dumps([p.get("seed") for p in tried.sent])
+        self.rows.append(("answer", tried.request_id, json.dumps(tried.texts), seeds, str(tried.http)))
         return parsed
 
-    def record_refusal(self, spec, request_id, prompt_hash, texts, sent, reason, http, started):
-        self.rows.append(("refused", request_id, reason, str(http)))
-        return RequestRejected(reason, request_id=request_id)
+    def record_refusal(self, tried, reason):
+        self.rows.append(("refused", tried.request_id, reason, str(tried.http)))
+        return RequestRejected(reason, request_id=tried.request_id)
 
 
 def completion(text: str) -> dict:

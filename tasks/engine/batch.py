@@ -17,7 +17,6 @@ in a live batch; a killed process resumes by polling the batches it finds.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +26,7 @@ from peras.llm.responses import decode_chat
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import connect
-from tasks.engine.spec import Answer, Ask, regeneration_params
+from tasks.engine.spec import Answer, Ask, Tried, regeneration_params
 
 
 class Deferred(Exception):
@@ -61,11 +60,8 @@ class BatchRound:
 
     def answer(self, engine: Any, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
         """The request's answer from its collected lines (journaled by the engine as online), or Deferred."""
-        started = time.perf_counter()
-        texts: list[str] = []
-        sent: list[dict[str, Any]] = []
+        tried = Tried(spec, request_id, prompt_hash)
         result = parsed = None
-        lines_sent = 0
         for attempt in range(1 + spec.regenerations):
             params = regeneration_params(spec.params, attempt)
             lines = self.lines.get((request_id, attempt), [])
@@ -74,21 +70,19 @@ class BatchRound:
             failed = [line for line in lines if line.status_code is not None and line.status_code != 200]
             if answered is None and refused is None and len(failed) <= self.max_retries:
                 self._need(spec, request_id, attempt, params)
-            sent.append(params)
-            lines_sent += sum(line.status_code is not None for line in lines)  # ran, failed ones too (online: retries)
+            tried.sent.append(params)
+            tried.http += sum(line.status_code is not None for line in lines)  # ran, failed ones too (online: retries)
             if answered is None:
-                reason = _why(refused or failed[-1])
-                raise engine.record_refusal(spec, request_id, prompt_hash, texts, sent, reason, lines_sent, started)
+                raise engine.record_refusal(tried, _why(refused or failed[-1]))
             result = decode_chat(json.dumps(answered.body).encode(), "batch", 0.0, 1, bool(params.get("logprobs")))
             if result is None:  # status 200, but no choice with a message (as online: not a chat completion)
-                reason = "the batch answered HTTP 200 but not a chat completion"
-                raise engine.record_refusal(spec, request_id, prompt_hash, texts, sent, reason, lines_sent, started)
-            texts.append(result.text)
+                raise engine.record_refusal(tried, "the batch answered HTTP 200 but not a chat completion")
+            tried.texts.append(result.text)
             parsed = spec.parse(result.text)
             if parsed.ok:
                 break
         assert result is not None
-        return engine.record_answer(spec, request_id, prompt_hash, result, texts, sent, parsed, lines_sent, started)
+        return engine.record_answer(tried, result, parsed)
 
     def _need(self, spec: Ask, request_id: str, attempt: int, params: dict[str, Any]) -> None:
         """Submit this attempt in the next round (unless a live batch holds it), and wait for it."""

@@ -1,7 +1,7 @@
 """Batch mode's Prefect task: collect what ended, run a pass from it, submit the next round; with `wait`, repeat.
 
-`ask_in_batches` takes the place of `ask_all` (tasks/engine/tasks.py) when `settings.mode` is 'batch', for every
-stage (tasks/engine/running.py run_stage, and the judge flow). It returns
+`ask_all` (tasks/engine/tasks.py) hands a run to `ask_in_rounds` when `settings.mode` is 'batch' and the stage's
+declaration allows batches (every stage but the persona-set builds). It returns
 the engine's counts plus `n_waiting` (items whose answers are still out) and the batches it submitted; a flow whose
 run still waits ends there (the run's status is 'waiting', with what is out) and gates only when nothing waits.
 """
@@ -13,9 +13,6 @@ import json
 import time
 from collections.abc import Callable
 from typing import Any
-
-from prefect import task
-from prefect.cache_policies import NO_CACHE
 
 from peras.errors import BudgetReached
 from peras.settings import Settings
@@ -38,8 +35,7 @@ from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stag
 from tasks.engine.tasks import count_pending, notice, set_run_status
 
 
-@task(cache_policy=NO_CACHE)
-def ask_in_batches(
+def ask_in_rounds(
     settings: Settings,
     endpoint: Endpoint,
     identity: RunIdentity,

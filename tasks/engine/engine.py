@@ -36,7 +36,7 @@ from peras.prompting import request_hashes
 from peras.warehouse import now
 from tasks.engine.batch import BatchRound, Deferred
 from tasks.engine.shards import ShardJournal, load_shards, shard_dir
-from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage, regeneration_params
+from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage, Tried, regeneration_params
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
 
 MAX_PASSES = 3  # a pass after the first only re-derives outcomes from stored answers
@@ -237,106 +237,66 @@ class Engine:
         return stored.run_id == self.identity.run_id and not self.retry_failed
 
     async def _send(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
-        texts: list[str] = []
-        sent: list[dict[str, Any]] = []
-        started = time.perf_counter()
-        http = 0
+        tried = Tried(spec, request_id, prompt_hash)
         result = None
         assert self.client is not None, "online mode asks through a client"
         try:
             for attempt in range(1 + spec.regenerations):
                 params = regeneration_params(spec.params, attempt)
-                sent.append(params)
+                tried.sent.append(params)
                 result = await self.client.chat(spec.messages, params)
                 self.stats.n_sent += 1
-                http += result.attempts
-                texts.append(result.text)
+                tried.http += result.attempts
+                tried.texts.append(result.text)
                 parsed = spec.parse(result.text)
                 if parsed.ok:
                     break
         except RequestRejected as exc:
-            http += getattr(exc, "http_requests", 1)
-            raise self.record_refusal(spec, request_id, prompt_hash, texts, sent, str(exc), http, started) from exc
+            tried.http += getattr(exc, "http_requests", 1)
+            raise self.record_refusal(tried, str(exc)) from exc
         except BaseException as exc:
             # No answer (the server failed, the budget ran out, the run stopped): nothing to reuse, but what was
             # sent is journaled as 'unanswered' (kept in llm_request_history), so a resume's budget counts it.
-            http += getattr(exc, "http_requests", 0)
-            if http:
-                reason = (str(exc) or type(exc).__name__)[:500]
-                self._journal_request(
-                    spec, request_id, prompt_hash, None, texts, sent, None, "unanswered", reason, http, started
-                )
+            tried.http += getattr(exc, "http_requests", 0)
+            if tried.http:
+                self._journal_request(tried, None, None, "unanswered", (str(exc) or type(exc).__name__)[:500])
             raise
         finally:
-            self.stats.n_http += http
+            self.stats.n_http += tried.http
         assert result is not None
-        return self.record_answer(spec, request_id, prompt_hash, result, texts, sent, parsed, http, started)
+        return self.record_answer(tried, result, parsed)
 
-    def record_refusal(
-        self,
-        spec: Ask,
-        request_id: str,
-        prompt_hash: str,
-        texts: list[str],
-        sent: list[dict[str, Any]],
-        reason: str,
-        http: int,
-        started: float,
-    ) -> RequestRejected:
+    def record_refusal(self, tried: Tried, reason: str) -> RequestRejected:
         """Journal a refused request (online: HTTP 400/413/422; batch: such a line); the error to raise."""
-        self._journal_request(
-            spec, request_id, prompt_hash, None, texts, sent, None, "refused", reason[:500], http, started
-        )
-        return RequestRejected(reason, request_id=request_id)
+        self._journal_request(tried, None, None, "refused", reason[:500])
+        return RequestRejected(reason, request_id=tried.request_id)
 
-    def record_answer(
-        self,
-        spec: Ask,
-        request_id: str,
-        prompt_hash: str,
-        result: Any,
-        texts: list[str],
-        sent: list[dict[str, Any]],
-        parsed: Any,
-        http: int,
-        started: float,
-    ) -> Answer:
+    def record_answer(self, tried: Tried, result: Any, parsed: Any) -> Answer:
         """Journal a request's answer (the last attempt's result, every attempt's text and parameters); the Answer."""
         logprobs = result.logprobs[0] if result.logprobs else None
         value = getattr(parsed, "value", None)
         self._journal_request(
-            spec,
-            request_id,
-            prompt_hash,
+            tried,
             result,
-            texts,
-            sent,
             value if isinstance(value, int | float) and not isinstance(value, bool) else None,
             "ok" if parsed.ok else "parse_failure",
             None if parsed.ok else parsed.reason,
-            http,
-            started,
             logprobs,
             getattr(parsed, "confidence", None) if parsed.ok else None,
         )
-        return Answer(request_id, parsed, result.text, logprobs, False)
+        return Answer(tried.request_id, parsed, result.text, logprobs, False)
 
     def _journal_request(
         self,
-        spec: Ask,
-        request_id: str,
-        prompt_hash: str,
+        tried: Tried,
         result: Any,
-        texts: list[str],
-        sent: list[dict[str, Any]],
         value: float | None,
         status: str,
         reason: str | None,
-        http: int,
-        started: float,
         logprobs: list[dict[str, Any]] | None = None,
         confidence: float | None = None,
     ) -> None:
+        spec, request_id, texts = tried.spec, tried.request_id, tried.texts
         assert self._journal is not None
         if status != "unanswered":
             raw = result.text if result is not None else None
@@ -348,14 +308,14 @@ class Engine:
                 "request_id": request_id,
                 "model": self.identity.model,
                 "backend": self.identity.backend,
-                "prompt_hash": prompt_hash,
+                "prompt_hash": tried.prompt_hash,
                 "purpose": spec.purpose,
                 "params": spec.params,
                 "messages": spec.messages,
                 "raw_text": result.text if result is not None else None,
                 "attempts": len(texts),
                 "attempt_texts": texts,
-                "attempt_params": sent,
+                "attempt_params": tried.sent,
                 "parsed_value": value,
                 "parsed_confidence": confidence,
                 "parse_status": status,
@@ -364,8 +324,8 @@ class Engine:
                 "prompt_tokens": result.prompt_tokens if result is not None else None,
                 "completion_tokens": result.completion_tokens if result is not None else None,
                 "cached_tokens": result.cached_tokens if result is not None else None,
-                "latency_ms": (time.perf_counter() - started) * 1000.0,
+                "latency_ms": (time.perf_counter() - tried.started) * 1000.0,
                 "created_at": now().isoformat(),
-                "http_requests": http,
+                "http_requests": tried.http,
             }
         )

@@ -18,7 +18,6 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.prompting import Personality
 from peras.settings import Settings
-from tasks.engine.batch_tasks import ask_in_batches
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
@@ -149,13 +148,11 @@ def run_stage(
             recipe.prepare(settings, run)
             plan = HeldPlan(claim.stage.kind, run.run_id, planned)
             stage = recipe.stage(config)
-            if settings.mode == "batch":  # one way for every stage: collect, a pass, submit the next round
-                stats = ask_in_batches(
-                    settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, settings.batch_wait
-                )
-                if stats["n_waiting"]:
-                    return StageOutcome(run, endpoint, config, stats, 0)  # gated by the call that ends the run
-            else:
-                stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed)
+            # batch mode (one way for every stage): collect, a pass, submit the next round
+            stats = ask_all(
+                settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, settings.batch_wait
+            )
+            if stats.get("n_waiting"):
+                return StageOutcome(run, endpoint, config, stats, 0)  # gated by the call that ends the run
             n_failures = gate_stage_run(settings, run, opaque(recipe.planned_frame()), recipe.gate)
     return StageOutcome(run, endpoint, config, stats, n_failures)

@@ -229,6 +229,8 @@ def _dedupe_requests(con: Any, identity: RunIdentity) -> int:
     replaced_at = now()
     with transaction(con):
         run_sql(con, "engine/dedupe_requests", {"replaced_at": replaced_at})
+        if not run_sql(con, "engine/count_deduped_requests").fetchone()[0]:
+            return 0  # the common case: no request was stored twice, nothing was built on a copy
         moved = 0
         for stage in present_declarations(con):
             if REDERIVED in stage.own_sql:

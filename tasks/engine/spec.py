@@ -7,6 +7,7 @@ sending, regeneration, journaling, loading and the failure record (tasks/engine/
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -96,6 +97,20 @@ class Answer:
 
 
 AskFn = Callable[[Ask], Awaitable[Answer]]
+
+
+@dataclass(slots=True)
+class Tried:
+    """One request's attempts as the engine journals them, online or from batch lines: what was asked, each
+    attempt's text and parameters, the HTTP requests they took (batch: lines that ran), and when asking began."""
+
+    spec: Ask
+    request_id: str
+    prompt_hash: str
+    texts: list[str] = field(default_factory=list)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    http: int = 0
+    started: float = field(default_factory=time.perf_counter)
 
 
 class Stage(Protocol):

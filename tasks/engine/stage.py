@@ -72,6 +72,7 @@ class StageDeclaration:
     items: how the gate names items in its messages ('answers', 'batches').
     token_caps: the answer cap per backend (a small embedded model rambles; remote models are not capped).
     checks: the stage's own gate checks, `sql/<kind>/<check>.sql` over `gate_items` (problem, detail).
+    batch: whether its runs may be asked in batch rounds (`--mode batch`, tasks/engine/batch_tasks.py).
     own_sql: the files under `sql/<kind>/` that replace a template of the same name (judge: its own merge).
     owned_tables: other tables whose rows belong to a run (same run id column) and go when it is deleted.
     differs: how a refusal to reuse a run name lists what may differ ('collection, model, seed, prompt or ...').
@@ -98,6 +99,7 @@ class StageDeclaration:
     items: str = "answers"
     token_caps: Mapping[str, int] = field(default_factory=dict)
     checks: tuple[str, ...] = ()
+    batch: bool = True
     own_sql: frozenset[str] = frozenset()
     owned_tables: tuple[str, ...] = ()
     differs: str = "settings"
@@ -201,7 +203,7 @@ STAGE_FILE = "stage.toml"
 FIELDS = {
     "kind", "label", "runs_table", "run_id", "fixed", "created", "answers_table", "history_table", "keys", "planned",
     "values", "run_columns", "time_column", "failure_group", "failure_label", "item_format", "item_columns", "items",
-    "token_caps", "checks", "own_sql", "owned_tables", "differs", "run_name",
+    "token_caps", "checks", "batch", "own_sql", "owned_tables", "differs", "run_name",
 }  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
-from tasks.engine.stage import sql_of
+from tasks.engine.stage import declaration, sql_of
 from tasks.engine.store import WarehouseThread
 
 T = TypeVar("T")
@@ -128,13 +128,18 @@ def ask_all(
     plan: Plan,
     rows_per_shard: int,
     retry_failed: bool = False,
+    wait: bool = False,
 ) -> dict[str, Any]:
     """Ask every planned item through the engine: one bounded stream for the whole run, loaded as it goes.
 
     Shards an earlier attempt left (a killed process) are loaded first, so what they hold is not asked again;
     when this returns, everything asked is in the warehouse.
     """
-    if settings.mode != "online":  # batch mode is ask_in_batches (tasks/engine/batch_tasks.py), through run_stage
+    if settings.mode == "batch" and declaration(identity.kind).batch:
+        from tasks.engine.batch_tasks import ask_in_rounds  # it builds on this module's helpers
+
+        return ask_in_rounds(settings, endpoint, identity, stage, plan, rows_per_shard, retry_failed, wait)
+    if settings.mode != "online":
         raise UsageError(f"--mode {settings.mode} is not available for {identity.kind}; ask it with --mode online")
     load_shards(settings.warehouse, settings.shards, identity)
     if retry_failed and isinstance(plan, RetryingPlan):
