@@ -13,16 +13,23 @@ from tests.metrics_fixtures import (
     GROUPS,
     assert_close,
     clear_judgments,
+    frames_by_key,
     fresh_warehouse,
     group_key,
     judgments_of,
     labelled,
     load_judgments,
+    remembered,
     rows_by_key,
     view,
 )
 
 pytestmark = pytest.mark.core
+
+
+# scikit-learn's input checks cost ~1 ms a call: each distinct group's references are computed once
+agreement_of = remembered(reference_agreement)
+confusion_of = remembered(reference_confusion)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +44,7 @@ def check_agreement(con, groups) -> None:
     clear_judgments(con)
     load_judgments(con, judgments_of(groups))
     rows = rows_by_key(view(con, "metrics_agreement"))
-    confusion = view(con, "metrics_confusion")
+    confusion = frames_by_key(view(con, "metrics_confusion"))
     assert len(rows) == len(groups)
     for index, cells in enumerate(groups):
         key = group_key(index)
@@ -46,11 +53,11 @@ def check_agreement(con, groups) -> None:
         assert row["n_judgments"] == len(cells)
         assert row["n_label_failures"] == sum(lab is None for _, lab, _ in cells)
         assert row["n_scored"] == len(truth)
-        for column, expected in reference_agreement(truth, label).items():
+        for column, expected in agreement_of(truth, label).items():
             assert_close(row[column], expected, f"group {key} {column}")
-        matrix = confusion.filter(run_id=key[0], personality=key[1], cot=key[2], confidence_method=key[3])
+        matrix = confusion[key]
         assert matrix.height == 16
-        expected_matrix = reference_confusion(truth, label)  # once per group: scikit-learn's checks cost ~3 ms a call
+        expected_matrix = confusion_of(truth, label)
         for relevance, lab, n in matrix.select("relevance", "label", "n_judgments").iter_rows():
             assert n == expected_matrix[relevance, lab], f"group {key} cell {relevance},{lab}"
 

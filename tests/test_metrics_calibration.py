@@ -13,10 +13,12 @@ from tests.metrics_fixtures import (
     GROUPS,
     assert_close,
     clear_judgments,
+    frames_by_key,
     fresh_warehouse,
     group_key,
     judgments_of,
     load_judgments,
+    remembered,
     rows_by_key,
     scored,
     view,
@@ -119,6 +121,12 @@ def reference_bins(correct: np.ndarray, confidence: np.ndarray) -> list[tuple[in
     return out
 
 
+# each distinct group's references computed once (hypothesis draws the same small groups again and again)
+calibration_of = remembered(reference_calibration)
+thresholds_of = remembered(reference_thresholds)
+bins_of = remembered(reference_bins)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(groups=GROUPS)
 def test_calibration_and_thresholds_match_numpy_on_random_groups(con, groups):
@@ -127,29 +135,27 @@ def test_calibration_and_thresholds_match_numpy_on_random_groups(con, groups):
     calibration = rows_by_key(view(con, "metrics_calibration"))
     at_80 = rows_by_key(view(con, "metrics_thresholds"))
     at_05 = rows_by_key(view(con, "select * from th_score_at(0.05)"))
-    bins = view(con, "metrics_calibration_bins")
-    curve = view(con, "metrics_threshold_curve")
+    bins = frames_by_key(view(con, "metrics_calibration_bins"))
+    curve = frames_by_key(view(con, "metrics_threshold_curve"))
     for index, cells in enumerate(groups):
         key = group_key(index)
         correct, confidence = scored(cells)
-        for column, expected in reference_calibration(correct, confidence).items():
+        for column, expected in calibration_of(correct, confidence).items():
             assert_close(calibration[key][column], expected, f"group {index} {column}")
-        for column, expected in reference_thresholds(correct, confidence, 80).items():
+        for column, expected in thresholds_of(correct, confidence, 80).items():
             assert_close(at_80[key][column], expected, f"group {index} {column}")
         if len(confidence):
             assert_close(
                 at_05[key]["th_score"],
-                reference_calibration(correct, confidence, eps=0.05)["th_score"],
+                calibration_of(correct, confidence, eps=0.05)["th_score"],
                 f"group {index} th_score at 0.05",
             )
-        mine = bins.filter(run_id=key[0], personality=key[1], cot=key[2], confidence_method=key[3]).sort("bin")
-        for (n, mean_p, accuracy), row in zip(
-            reference_bins(correct, confidence), mine.iter_rows(named=True), strict=True
-        ):
+        mine = bins[key].sort("bin")
+        for (n, mean_p, accuracy), row in zip(bins_of(correct, confidence), mine.iter_rows(named=True), strict=True):
             assert row["n_judgments"] == n
             assert_close(row["mean_p"], mean_p, f"group {index} bin {row['bin']} mean_p")
             assert_close(row["accuracy"], accuracy, f"group {index} bin {row['bin']} accuracy")
-        points = curve.filter(run_id=key[0], personality=key[1], cot=key[2], confidence_method=key[3])
+        points = curve[key]
         assert sorted(points["threshold"].to_list()) == [5.0 * k for k in range(21)]
         for row in points.iter_rows(named=True):
             covered = confidence >= row["threshold"]
