@@ -10,6 +10,7 @@ import math
 from datetime import datetime
 
 import numpy as np
+import polars as pl
 import pytest
 
 from tests.helpers import run_cli
@@ -81,25 +82,40 @@ def warehouse():
     judgments = make_judgments()
     load_judgments(con, judgments)
     references: dict[str, tuple[str | None, str | None, list[str] | None]] = {}
+    ids = []
     for j in judgments:
         i = int(j.doc_id[1:])
         label_id, confidence_id, votes = request_ids(j, i)
-        con.execute(
-            "update judgments set label_request_id = ?, confidence_request_id = ?, sample_request_ids = ? "
-            "where personality = ? and cot = ? and confidence_method = ? and doc_id = ?",
-            [label_id, confidence_id, votes, j.personality, j.cot, j.confidence_method, j.doc_id],
-        )
+        ids.append((j.personality, j.cot, j.confidence_method, j.doc_id, label_id, confidence_id, votes))
         for request_id in [label_id, confidence_id, *(votes or [])]:
             if request_id is not None:
                 references[request_id] = (label_id, confidence_id, votes)
-    for request_id in sorted(references):
-        prompt, completion = tokens_of(request_id)
-        con.execute(
-            "insert into llm_requests (request_id, model, backend, prompt_hash, purpose, params, messages, attempts, "
-            "attempt_texts, parse_status, prompt_tokens, completion_tokens, created_at) "
-            "values (?, 'test-model', 'test', 'h', 'label', '{}', '[]', 1, '[]', 'ok', ?, ?, ?)",
-            [request_id, prompt, completion, AT],
-        )
+    # one statement each, not one per judgment and request (~1,800 statements took ~2 s)
+    columns = {
+        "personality": pl.String,
+        "cot": pl.Boolean,
+        "confidence_method": pl.String,
+        "doc_id": pl.String,
+        "label_id": pl.String,
+        "confidence_id": pl.String,
+        "votes": pl.List(pl.String),
+    }
+    con.register("test_request_ids", pl.DataFrame(ids, schema=columns, orient="row").to_arrow())
+    con.execute(
+        "update judgments as j set label_request_id = t.label_id, confidence_request_id = t.confidence_id, "
+        "sample_request_ids = t.votes from test_request_ids as t where j.personality = t.personality "
+        "and j.cot = t.cot and j.confidence_method = t.confidence_method and j.doc_id = t.doc_id"
+    )
+    requests = [(request_id, *tokens_of(request_id)) for request_id in sorted(references)]
+    schema = {"request_id": pl.String, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64}
+    con.register("test_requests", pl.DataFrame(requests, schema=schema, orient="row").to_arrow())
+    con.execute(
+        "insert into llm_requests (request_id, model, backend, prompt_hash, purpose, params, messages, attempts, "
+        "attempt_texts, parse_status, prompt_tokens, completion_tokens, created_at) "
+        "select request_id, 'test-model', 'test', 'h', 'label', '{}', '[]', 1, '[]', 'ok', prompt_tokens, "
+        "completion_tokens, ? from test_requests",
+        [AT],
+    )
     yield con, judgments
     con.close()
 
