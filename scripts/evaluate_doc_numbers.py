@@ -15,10 +15,11 @@ About 10 minutes on two shared cores. Data from ../shared/data (PERAS_DATA_DIR).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,12 +34,25 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- 
 
 
 def peras(warehouse: Path, *args: str) -> str:
-    """One real `peras` command against the temporary warehouse; its stdout (a failure stops the script)."""
-    command = [sys.executable, "-c", "from cli.main import main; main()", *args, "--warehouse", str(warehouse)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)  # noqa: S603
-    if done.returncode != 0:
-        raise SystemExit(f"peras {' '.join(args)} failed:\n{done.stderr}")
-    return done.stdout
+    """One real `peras` command against the temporary warehouse; its stdout (a failure stops the script).
+
+    Through the real entry point (cli.main.main: same error handling and exit codes) in this process, as the tests'
+    run_cli does: twenty new processes would each import Prefect and the pipeline again (~2 s of CPU each).
+    """
+    from cli.main import main
+
+    out, err, argv, code = io.StringIO(), io.StringIO(), sys.argv, 0
+    sys.argv = ["peras", *args, "--warehouse", str(warehouse)]
+    try:
+        with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    finally:
+        sys.argv = argv
+    if code != 0:
+        raise SystemExit(f"peras {' '.join(args)} failed:\n{err.getvalue()}")
+    return out.getvalue()
 
 
 def holes_rows(text: str) -> dict[float, list[str]]:
