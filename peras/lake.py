@@ -91,6 +91,9 @@ def open_lake(target: str, data_path: Path | None, read_only: bool) -> duckdb.Du
     """An in-memory DuckDB with the lake attached and in use; raises duckdb.Error or FileNotFoundError."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
+        # No progress bar: DuckDB draws one on stdout for any statement over 2 s (all migrations' commit to a loaded
+        # PostgreSQL can take that), into a command's output (tests/test_lake.py's migrators read a blank line).
+        con.execute("set enable_progress_bar = false")
         for package, name in EXTENSIONS:
             con.execute(f"load {quoted(str(extension_path(package, name)))}")
         con.execute(attach_statement(target, data_path, read_only))
