@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from support.ingested import Ingested
-from support.prefect_server import Tripwire, server_env
+from support.prefect_server import UNUSED_SERVICES_OFF, Tripwire, server_env
 from support.prefect_server import prefect_server as start_prefect_server
 
 # Tests script their servers' answers in order and count the requests sent: answer-format probes (one or two
@@ -48,7 +48,7 @@ class SessionPrefect:
     def server(self) -> str:
         """The shared server's API URL, starting it on first use (~20 s on 2 cores)."""
         if self.url is None:
-            self.url = self._stack.enter_context(start_prefect_server(self.home))
+            self.url = self._stack.enter_context(start_prefect_server(self.home, UNUSED_SERVICES_OFF))
             os.environ["PREFECT_API_URL"] = self.url  # `peras` subprocesses and workers inherit it
             if "prefect.context" in sys.modules:  # Prefect read the tripwire's URL when it was imported
                 from prefect.context import refresh_global_settings_context
