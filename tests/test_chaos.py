@@ -42,8 +42,8 @@ ROUNDS = [
         ENV,
         (
             spec("a:chaos", ("HA", "LN"), 20, (Kill(40.0, after_lines=25),)),
-            spec("a:chaos-twin", ("HA", "LN"), 20, (Kill(7.0),)),
-            spec("b:chaos", ("LA", "HC", "default"), 12, (Kill(5.0), Kill(40.0, after_lines=10)), cot="without"),
+            spec("a:chaos-twin", ("HA", "LN"), 20, (Kill(7.0, after_lines=30),)),
+            spec("b:chaos", ("LA", "HC", "default"), 12, (Kill(5.0, after_lines=8), Kill(40.0, after_lines=10)), cot="without"),
         ),
     ),
     # stable answers, the three confidence methods (sampling: 3 votes), a shard per 8 judgments
@@ -53,7 +53,7 @@ ROUNDS = [
         Chaos(garbage=0.5, slow_s=0.3, **FAULTY | {"fail_400": 0.03}),
         ENV | {"PERAS_REQUEST_TIMEOUT_S": "30"},
         (
-            spec("a:chaos", ("HO",), 20, (Kill(9.0),), methods=METHODS, cot="without", chunk_size=8),
+            spec("a:chaos", ("HO",), 20, (Kill(9.0, after_lines=20),), methods=METHODS, cot="without", chunk_size=8),
             spec("a:chaos-twin", ("HO",), 20, (Kill(40.0, after_lines=40),), methods=METHODS, cot="without"),
             spec("b:chaos", ("LO",), 20, (), methods=METHODS, cot="with"),
         ),
@@ -88,7 +88,8 @@ def test_chaotic_server_injects_every_fault_and_answers_at_random() -> None:
 def test_chaos_round_keeps_every_guarantee(plan: RoundPlan, tmp_path: Path) -> None:
     result = run_round(plan, tmp_path, dict(os.environ), hang_s=60.0, final_attempts=3)
     attempts = [a for run in result["runs"] for a in run["attempts"]]
-    # the chaos happened: processes killed, faults injected
+    # the chaos happened: processes killed, faults injected (every kill point also fires on journaled lines, so a
+    # quiet machine that ends a run before its kill time still kills it)
     assert sum(a["killed_at_s"] is not None for a in attempts) >= 2
     assert sum(v for k, v in result["server"].items() if k not in ("requests", "answered")) > 0
     failed = [
