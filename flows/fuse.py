@@ -76,7 +76,7 @@ def fuse(
             store_votes(settings, run, judges, opaque(votes), publish=True)
         publish_analyst_snapshot(settings)
         return summarize_votes(run, judges, votes) | load_comparison(settings, run.run_id)
-    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
     if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
         return outcome.waiting(len(planned))
     publish_analyst_snapshot(settings)

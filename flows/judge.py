@@ -9,7 +9,10 @@ from prefect import flow
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.lease import held
+from tasks.engine.running import run_stage
+from tasks.engine.runs import stored_answer_format
 from tasks.engine.shards import ROWS_PER_SHARD
+from tasks.engine.stage import declaration
 from tasks.engine.tasks import (
     ask_all,
     check_endpoint,
@@ -32,16 +35,15 @@ from tasks.judge.fan_out import (
 )
 from tasks.judge.runs import check_methods, judge_config
 from tasks.judge.tasks import (
+    JudgeRecipe,
     check_judge_run,
-    judge_run_name,
     judge_stage,
     load_pairs,
     plan_judgments,
     publish_judge_artifact,
+    read_failure_shares,
     register_run,
-    resumed_answer_format,
     summarize,
-    summarize_waiting,
 )
 from tasks.publish.tasks import publish_analyst_snapshot
 from tasks.shared.personalities import choose_personalities
@@ -77,28 +79,19 @@ def judge(
     waits. wait: poll until then.
     """
     settings = settings or load_settings()
-    wait = wait or settings.batch_wait
+    settings = settings.model_copy(update={"batch_wait": True}) if wait else settings
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
     n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
-    warehouse_id = identify_warehouse(settings)
-    with serving_endpoint(settings, backend) as endpoint:
-        name = judge_run_name(run_name, collection, subset, pool, endpoint.model)
-        endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, name))
-        config = judge_config(endpoint, n_samples)
-        run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
-        store_personalities(settings, chosen)
-        with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
-            plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
-            stage = judge_stage(config, chosen, pairs)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, wait)
-            if stats.get("n_waiting"):  # batch mode: answers still out; a later call gates
-                return summarize_waiting(run, endpoint, n_planned, stats)
-            shares = check_judge_run(settings, run, opaque(plan), config)
+    recipe = JudgeRecipe(collection, subset, run_name, pool, chosen, pairs, cot_settings, methods, n_samples)
+    outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
+    if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); a later call gates
+        return outcome.waiting(n_planned)
     publish_analyst_snapshot(settings)
-    summary = summarize(run, endpoint, n_planned, stats, shares)
+    shares = read_failure_shares(settings, outcome.run)
+    summary = summarize(outcome.run, outcome.endpoint, n_planned, outcome.stats, shares)
     publish_judge_artifact(summary, shares)
     return summary
 
@@ -159,8 +152,9 @@ def judge_fan_out(
         }
         done = run_parts(settings, run, split, common, deployment, max_attempts, lost_after_s)
         plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
-        shares = check_judge_run(settings, run, opaque(plan), config)
+        check_judge_run(settings, run, opaque(plan), config)
     publish_analyst_snapshot(settings)
+    shares = read_failure_shares(settings, run)
     return summarize_fan_out(run, len(pairs) * len(chosen) * len(cot_settings) * len(methods), shares, done)
 
 
@@ -197,7 +191,7 @@ def judge_part(
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        endpoint = check_endpoint(settings, endpoint, resumed_answer_format(settings, run_name))
+        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, declaration("judge"), run_name))
         config = judge_config(endpoint, n_samples)
         run = part_identity(
             register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool, lease=False),

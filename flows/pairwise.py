@@ -50,7 +50,7 @@ def pairwise(
     planned = plan_items(pairs, [p.code for p in chosen], chosen_prompts)
     scope = {"pairs_per_topic": pairs_per_topic, "prompts": chosen_prompts, "personalities": [p.code for p in chosen]}
     recipe = PairwiseRecipe(collection, subset, seed, scope, run_name, chosen, judged, planned)
-    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
     if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
         return outcome.waiting(len(planned))
     publish_analyst_snapshot(settings)

@@ -62,7 +62,7 @@ def personas_check(
     items = choose_items(items_per_domain)
     planned = plan_answers(chosen, items, samples)
     recipe = CheckRecipe(personality_set, samples, temperature, seed, run_name, chosen, items, planned)
-    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
     if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
         return outcome.waiting(len(planned))
     publish_analyst_snapshot(settings)

@@ -63,7 +63,7 @@ def priming(
     recipe = PrimingRecipe(
         collection, seed, scope, run_name, frequency_penalty, presence_penalty, chosen, pools, planned
     )
-    outcome = run_stage(settings, recipe, planned, backend, chunk_size, retry_failed)
+    outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
     if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); this command again goes on
         return outcome.waiting(len(planned))
     run = outcome.run

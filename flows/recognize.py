@@ -58,11 +58,11 @@ def recognize(
     asking = recognizer_settings(settings, recognizer_model, recognizer_base_url)
     states = plan_check(chosen) + plan_states(sampled, chosen)
     state_recipe = RecognizeRecipe("recognize", judge_run, sample, seed, run_name, states, chosen)
-    state_outcome = run_stage(asking, state_recipe, states, backend, chunk_size, retry_failed)
+    state_outcome = run_stage(asking, state_recipe, backend, chunk_size, retry_failed)
     traits = plan_traits(sampled, chosen)
     trait_name = f"{run_name}-traits" if run_name else None
     trait_recipe = RecognizeRecipe("recognize_traits", judge_run, sample, seed, trait_name, traits, chosen)
-    trait_outcome = run_stage(asking, trait_recipe, traits, backend, chunk_size, retry_failed)
+    trait_outcome = run_stage(asking, trait_recipe, backend, chunk_size, retry_failed)
     if state_outcome.n_waiting or trait_outcome.n_waiting:  # batch mode: both parts submit rounds (docs/batch.md)
         summary = state_outcome.waiting(len(states))
         summary["n_waiting"] += trait_outcome.n_waiting

@@ -43,7 +43,13 @@ ROUNDS = [
         (
             spec("a:chaos", ("HA", "LN"), 20, (Kill(40.0, after_lines=25),)),
             spec("a:chaos-twin", ("HA", "LN"), 20, (Kill(7.0, after_lines=30),)),
-            spec("b:chaos", ("LA", "HC", "default"), 12, (Kill(5.0, after_lines=8), Kill(40.0, after_lines=10)), cot="without"),
+            spec(
+                "b:chaos",
+                ("LA", "HC", "default"),
+                12,
+                (Kill(5.0, after_lines=8), Kill(40.0, after_lines=10)),
+                cot="without",
+            ),
         ),
     ),
     # stable answers, the three confidence methods (sampling: 3 votes), a shard per 8 judgments

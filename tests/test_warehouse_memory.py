@@ -105,7 +105,7 @@ def test_a_locked_file_is_still_one_line_naming_the_wait(tmp_path):
 
 def test_v520_drops_the_keys_of_the_run_tables_and_keeps_their_rows(tmp_path, monkeypatch):
     """A warehouse made before V520 (keys on both tables) keeps every row, column and check; only the two key
-    indexes go. A duplicate is then refused by the judge gate (sql/judge/assert_run_valid.sql), not by an index."""
+    indexes go. A duplicate is then refused by the judge gate (sql/judge/assert_no_copies.sql), not by an index."""
     path = tmp_path / "w.duckdb"
     every = migrations()
     monkeypatch.setattr(warehouse, "migrations", lambda: [m for m in every if m[0] < 520])

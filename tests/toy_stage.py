@@ -19,7 +19,7 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import run_stage
+from tasks.engine.running import HeldItems, run_stage
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import Answer, Ask, AskFn, ParsedValue, RunIdentity
 from tasks.engine.stage import StageDeclaration, columns, declare
@@ -88,7 +88,7 @@ class ToyStage:
 
 
 @dataclass
-class ToyRecipe:
+class ToyRecipe(HeldItems):
     """The toy stage's part of the one flow body."""
 
     run_name: str
@@ -125,7 +125,7 @@ def toy(
     """Ask every word's length; gate; publish."""
     settings = settings or load_settings()
     planned = [WordItem(word) for word in words]
-    outcome = run_stage(settings, ToyRecipe(run_name, seed, planned), planned, None, 2, retry_failed)
+    outcome = run_stage(settings, ToyRecipe(run_name, seed, planned), None, 2, retry_failed)
     return {"run_id": outcome.run.run_id, "n_failures": outcome.n_failures, **outcome.stats}
 
 

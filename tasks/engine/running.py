@@ -2,8 +2,9 @@
 
 A stage's flow plans its items (its own steps), hands them with a `StageRecipe` to `run_stage`, then does what is
 its own afterwards (statistics, tables, the summary). The recipe holds what differs between stages: how requests
-are sent to this endpoint (`configure`), what fixes the run (`claim`), the stage object that asks (`stage`) and
-the planned items the gate checks (`planned_frame`).
+are sent to this endpoint (`configure`), what fixes the run (`claim`), the stage object that asks (`stage`), its
+plan (`plan`: held whole, `HeldItems`, or streamed: judge's millions) and the planned tables the gate reads
+(`planned_tables`). Every LLM stage's flow runs it, judge's included.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
-from tasks.engine.spec import RunIdentity, Stage
-from tasks.engine.stages import HeldPlan, Keyed
+from tasks.engine.spec import Plan, RunIdentity, Stage
+from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import (
     ask_all,
     check_endpoint,
@@ -34,7 +35,6 @@ from tasks.engine.tasks import (
 )
 
 ConfigT = TypeVar("ConfigT")
-K = TypeVar("K", bound=Keyed)
 
 
 class StageRecipe(Protocol[ConfigT]):
@@ -62,13 +62,36 @@ class StageRecipe(Protocol[ConfigT]):
         """The stage object that turns an item into requests and the answers into one outcome row."""
         ...
 
-    def planned_frame(self) -> pl.DataFrame:
-        """The planned items as rows (keys and what the plan fixes), for the gate."""
+    def plan(self, run: RunIdentity) -> Plan:
+        """The run's planned items without a stored outcome, as the engine reads them (`HeldPlan`, `JudgePlan`)."""
+        ...
+
+    def planned_tables(self, plan: Any, config: ConfigT) -> dict[str, pl.DataFrame]:
+        """The tables the stage's gate_items reads, by name (`planned_items`: keys and what the plan fixes)."""
         ...
 
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
         """Anything the stage stores with the run before asking (fuse: its votes); usually nothing."""
         ...
+
+
+class HeldItems:
+    """A recipe's plan held whole (every stage but judge: thousands of items, not millions): its `planned` items,
+    minus those with a stored outcome, and for the gate one table `planned_items` (`planned_frame`)."""
+
+    planned: Sequence[Any]
+
+    def plan(self, run: RunIdentity) -> Plan:
+        """The planned items without a stored outcome, in plan order."""
+        return HeldPlan(run.kind, run.run_id, list(self.planned))
+
+    def planned_tables(self, plan: Any, config: Any) -> dict[str, pl.DataFrame]:
+        """The planned items as rows, as the engine's gate_items template reads them."""
+        return {"planned_items": self.planned_frame()}
+
+    def planned_frame(self) -> pl.DataFrame:
+        """The planned items as rows (keys and what the plan fixes)."""
+        raise NotImplementedError
 
 
 @dataclass
@@ -105,7 +128,7 @@ def claim_stage_run(settings: Settings, warehouse_id: str, claim: RunClaim, endp
 
 
 @task(cache_policy=NO_CACHE)
-def gate_stage_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, gate: Gate) -> int:
+def gate_stage_run(settings: Settings, run: RunIdentity, planned: dict[str, pl.DataFrame], gate: Gate) -> int:
     """The stage's gate over everything the run holds; published if it passes (when the stage publishes here).
 
     Returns the number of planned items recorded as failures (under the threshold when it returns).
@@ -123,30 +146,31 @@ def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
 def run_stage(
     settings: Settings,
     recipe: StageRecipe[ConfigT],
-    planned: list[K],
     backend: str | None,
     chunk_size: int,
     retry_failed: bool = False,
 ) -> StageOutcome[ConfigT]:
     """Serve the endpoint, check it, claim the run, ask every planned item without a stored answer, gate.
 
-    With settings.mode 'batch' the asking is batch rounds (docs/batch.md): a call collects what ended, answers what
-    came back, submits the next round, and returns with the run 'waiting' (`StageOutcome.n_waiting`, no gate) until
-    a call finds nothing waiting; that call gates (settings.batch_wait: poll until then).
-    The run is 'running' while it asks and 'failed' (with the reason) or 'failed_check' if anything here fails.
+    The endpoint is checked with the answer format a resumed run asked in (its name comes from the recipe's claim),
+    then the recipe configures the requests for the checked endpoint. With settings.mode 'batch' the asking is batch
+    rounds (docs/batch.md): a call collects what ended, answers what came back, submits the next round, and returns
+    with the run 'waiting' (`StageOutcome.n_waiting`, no gate) until a call finds nothing waiting; that call gates
+    (settings.batch_wait: poll until then). The run is 'running' while it asks and 'failed' (with the reason) or
+    'failed_check' if anything here fails.
     """
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
+        named = recipe.claim(recipe.configure(endpoint))
+        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
         config = recipe.configure(endpoint)
-        claim = recipe.claim(config)
-        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, claim.stage, claim.name))
-        claim = answered_as(claim, endpoint)
+        claim = answered_as(recipe.claim(config), endpoint)
         run = claim_stage_run(settings, warehouse_id, claim, endpoint)
         with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
             if recipe.personalities:
                 store_personalities(settings, list(recipe.personalities))
             recipe.prepare(settings, run)
-            plan = HeldPlan(claim.stage.kind, run.run_id, planned)
+            plan = recipe.plan(run)
             stage = recipe.stage(config)
             # batch mode (one way for every stage): collect, a pass, submit the next round
             stats = ask_all(
@@ -154,5 +178,6 @@ def run_stage(
             )
             if stats.get("n_waiting"):
                 return StageOutcome(run, endpoint, config, stats, 0)  # gated by the call that ends the run
-            n_failures = gate_stage_run(settings, run, opaque(recipe.planned_frame()), recipe.gate)
+            planned = recipe.planned_tables(plan, config)
+            n_failures = gate_stage_run(settings, run, opaque(planned), recipe.gate)
     return StageOutcome(run, endpoint, config, stats, n_failures)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,10 @@ import polars as pl
 
 from peras.errors import CheckFailed, UsageError
 from peras.lake import is_lake
+from peras.llm.constraints import DIALECTS, FREE
 from peras.settings import Settings
 from peras.sql import run_sql, run_statements
-from peras.warehouse import now, open_migrated, retrying
+from peras.warehouse import now, open_migrated, retrying, retrying_bounded
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import Column, StageDeclaration, declaration
@@ -44,13 +46,15 @@ class RunClaim:
 
 
 def stored_answer_format(settings: Settings, stage: StageDeclaration, name: str) -> str | None:
-    """The answer format the run of that name asked in, if it exists ('free' for a run older than formats)."""
+    """The answer format the run of that name asked in, if it exists ('free' for a run older than formats); None for
+    a new run, or one that asked in no one format (a fanned-out judge run, whose parts each probe their own host)."""
     with open_migrated(settings.warehouse) as con:
         try:
             found = run_statements(con, stage.sql("select_run"), {"run_name": name}).fetchall()
         except duckdb.CatalogException:
             return None  # the stage's tables do not exist yet: no run of it
-    return str(json.loads(found[0][-1]).get("answer_format", "free")) if found else None
+    stored = str(json.loads(found[0][-1]).get("answer_format", FREE)) if found else None
+    return stored if stored in (FREE, *DIALECTS) else None
 
 
 def claim_run(
@@ -171,39 +175,61 @@ class Gate:
     publish: bool = True
 
 
-def gate_run(settings: Settings, run: RunIdentity, planned: pl.DataFrame, gate: Gate) -> int:
+def gate_run(settings: Settings, run: RunIdentity, planned: Mapping[str, pl.DataFrame], gate: Gate) -> int:
     """The stage's gate over everything the run holds; published if it passes (when the stage publishes here).
 
-    The declaration's `gate_items` joins the items this call planned (registered as `planned_items`) with every
-    stored outcome of the run into `gate_items`; `sql/engine/assert_run_complete.sql` finds planned items without an
-    outcome and failure groups over the threshold (over the whole run: a narrower call cannot publish a run whose
-    other items failed), `assert_no_copies` an item stored twice, and the stage's declared checks its own problems.
-    Raises CheckFailed listing them (the run is then marked 'failed_check' by `recorded_run`). Returns the number of
-    planned items recorded as failures.
+    `planned`: the tables the stage's gate_items reads, by name (every stage's one `planned_items`; judge's planned
+    pairs and settings, whose product it never holds). Runs under the warehouse's memory cap (a judge run is millions
+    of judgments), again under a larger one if that is too small (peras.warehouse.bounded). Raises CheckFailed listing
+    the problems (the run is then marked 'failed_check' by `recorded_run`). Returns the number of planned items
+    recorded as failures.
     """
     stage = declaration(run.kind)
-    params = {"run_id": run.run_id, "max_share": settings.max_parse_failure_share, "items": stage.items}
+    params = gate_params(settings, run)
 
-    def check() -> tuple[list[Any], int]:
+    def check(limits: str) -> tuple[list[tuple[str, str, int]], int]:
         with open_migrated(settings.warehouse) as con:
-            con.register("planned_items", planned.to_arrow())
-            run_statements(con, stage.sql("gate_items"), params)
-            complete = run_sql(con, "engine/assert_run_complete", params).fetchall()
-            copies = run_statements(con, stage.sql("assert_no_copies"), params).fetchall()
-            own = [
-                (str(problem), str(detail), 1)
-                for check in stage.check_sql()
-                for problem, detail in run_statements(con, check, params).fetchall()
-            ]
-            problems = sorted(complete + [(p, d, 1) for p, d in copies] + own, key=lambda p: p[2])
+            run_sql(con, limits)
+            problems = gate_problems(con, stage, params, planned)
             [(n_failures,)] = run_sql(con, "engine/count_gate_failures").fetchall()
             if not problems and gate.publish:
                 status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
                 run_statements(con, stage.sql("set_run_status"), status)
         return problems, int(n_failures)
 
-    problems, n_failures = retrying(check)
+    problems, n_failures = retrying_bounded(check)  # a DuckLake status update may meet another run's
     if problems:
         lines = "\n".join(f"  [{problem}] {detail}" for problem, detail, _ in problems[:20])
-        raise CheckFailed(f"{run.kind} gate failed; {gate.withheld}:\n{lines}")
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise CheckFailed(f"{run.kind} gate failed; {gate.withheld}:\n{lines}{more}")
     return int(n_failures)
+
+
+def gate_params(settings: Settings, run: RunIdentity) -> dict[str, Any]:
+    """What a stage's gate SQL may bind: the run, its model, the failure threshold, how items are named."""
+    stage = declaration(run.kind)
+    return {
+        "run_id": run.run_id,
+        "model": run.model,
+        "max_share": settings.max_parse_failure_share,
+        "items": stage.items,
+    }
+
+
+def gate_problems(
+    con: duckdb.DuckDBPyConnection, stage: StageDeclaration, params: dict[str, Any], planned: Mapping[str, pl.DataFrame]
+) -> list[tuple[str, str, int]]:
+    """The gate's problems, read only (temporary tables aside): the declaration's `gate_items` joins the planned
+    tables with every stored outcome of the run; `assert_run_complete` finds planned items without an outcome and
+    failure groups over the threshold (over the whole run: a narrower call cannot publish a run whose other items
+    failed), `assert_no_copies` an item stored twice, and the stage's declared checks its own problems. Sorted by
+    rank (completeness first, failure shares last), then problem and detail. The judge's check that a call has nothing
+    to do asks it too (tasks/judge/settled.py)."""
+    for name, frame in planned.items():
+        con.register(name, frame.to_arrow())
+    run_statements(con, stage.sql("gate_items"), params)
+    complete = run_statements(con, stage.sql("assert_run_complete"), params).fetchall()
+    copies = run_statements(con, stage.sql("assert_no_copies"), params).fetchall()
+    own = [row for check in stage.check_sql() for row in run_statements(con, check, params).fetchall()]
+    found = [(str(p), str(d), int(r)) for p, d, r in complete] + [(str(p), str(d), 1) for p, d in copies + own]
+    return sorted(found, key=lambda problem: (problem[2], problem[0], problem[1]))

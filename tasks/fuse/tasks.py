@@ -22,7 +22,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql, run_statements
 from peras.warehouse import now, open_migrated, transaction
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import StageOutcome
+from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim, claim_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -133,7 +133,7 @@ def run_parameters(config: FuseConfig | None) -> dict[str, Any]:
 
 
 @dataclass
-class FuseRecipe:
+class FuseRecipe(HeldItems):
     """Fuse's part of the one flow body (tasks/engine/running.py): the run, the fuser stage, the pairs asked; the
     votes are stored with the run before the fuser is asked."""
 

@@ -91,9 +91,9 @@ def judge_claim(
     return RunClaim(declaration("judge"), name, values, run_parameters(config, methods))
 
 
-def planned_frames(plan: JudgePlan, config: JudgeConfig) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The gate's planned_pairs (query_id, doc_id, text_sha) and planned_settings (personality, cot, method, the
-    label request's parameters) of a plan."""
+def judge_planned(plan: JudgePlan, config: JudgeConfig) -> dict[str, pl.DataFrame]:
+    """The tables the judge's gate_items reads (sql/judge/gate_items.sql): planned_pairs (query_id, doc_id, text_sha)
+    and planned_settings (personality, cot, method, the label request's parameters) of a plan."""
     planned_pairs = pl.DataFrame(
         {
             "query_id": [q for q, _ in plan.pairs],
@@ -118,4 +118,4 @@ def planned_frames(plan: JudgePlan, config: JudgeConfig) -> tuple[pl.DataFrame, 
         settings_rows,
         schema={"personality": pl.String, "cot": pl.Boolean, "confidence_method": pl.String, "label_params": pl.String},
     )
-    return planned_pairs, planned_settings
+    return {"planned_pairs": planned_pairs, "planned_settings": planned_settings}

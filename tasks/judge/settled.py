@@ -27,11 +27,12 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import MEMORY_TIGHT, connect, publish_snapshot
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import stored_run
+from tasks.engine.runs import gate_params, gate_problems, stored_run
 from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
+from tasks.engine.stage import declaration
 from tasks.judge.asking import JudgePlan, Pair
-from tasks.judge.runs import judge_claim, judge_config, judge_run_name, planned_frames
+from tasks.judge.runs import judge_claim, judge_config, judge_planned, judge_run_name
 
 PUBLISHED = "published"
 
@@ -80,13 +81,9 @@ def settled(
         plan = JudgePlan(run_id, pairs, [p.code for p in personalities], cot, methods)
         if plan.count(lambda sql, params: run_sql(con, sql, params).fetchall()):
             return None
-        planned_pairs, planned_settings = planned_frames(plan, config)
-        con.register("planned_pairs", planned_pairs.to_arrow())
-        con.register("planned_settings", planned_settings.to_arrow())
-        gate = {"run_id": run_id, "model": config.model, "max_share": settings.max_parse_failure_share}
         run_sql(con, MEMORY_TIGHT)  # as the flow's gate: its memory must not grow with the run
         try:
-            if run_sql(con, "judge/assert_run_valid", gate).fetchall():
+            if gate_problems(con, declaration("judge"), gate_params(settings, identity), judge_planned(plan, config)):
                 return None  # the flow records the failed gate and says what failed
         except duckdb.OutOfMemoryException:
             return None  # the flow's gate tries again with more (peras.warehouse.bounded)

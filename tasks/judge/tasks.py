@@ -5,6 +5,7 @@ The asking itself is the engine's (tasks/engine/); tasks/judge/asking.py says wh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -12,19 +13,18 @@ from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from peras.errors import CheckFailed
-from peras.llm.constraints import DIALECTS, FREE
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import query_frame, run_sql, run_statements
-from peras.warehouse import now, open_migrated, require_collection, retrying_bounded
+from peras.sql import query_frame, run_sql
+from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import claim_run, stored_answer_format
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
 from tasks.engine.spec import RunIdentity
-from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.judge.asking import JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
-from tasks.judge.runs import judge_claim, judge_run_name, planned_frames
+from tasks.judge.runs import judge_claim, judge_config, judge_planned, judge_run_name
+
+JUDGE_GATE = Gate("run not published (its judgments are kept for inspection)")
 
 
 @task(cache_policy=NO_CACHE)
@@ -51,13 +51,6 @@ def load_pairs(
     rows = rows[:limit] if limit else rows
     keep = None if topics is None else set(topics)
     return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows if keep is None or q in keep}
-
-
-def resumed_answer_format(settings: Settings, run_name: str) -> str | None:
-    """The answer format the judge run of that name asked in, if it exists ('free' for a run older than formats);
-    None for a new run, or a fanned-out one whose parts each probe their own host."""
-    stored = stored_answer_format(settings, declaration("judge"), run_name)
-    return stored if stored in (FREE, *DIALECTS) else None
 
 
 @task(cache_policy=NO_CACHE)
@@ -94,35 +87,61 @@ def judge_stage(config: JudgeConfig, personalities: list[Personality], pairs: Pa
     return JudgeStage(config, {p.code: p for p in personalities}, pairs)
 
 
+@dataclass
+class JudgeRecipe:
+    """The judge's part of the one flow body (tasks/engine/running.py): its run, its stage, its streamed plan and the
+    planned tables its gate reads (pairs x settings, never their product: a run is millions of judgments)."""
+
+    collection_id: str
+    subset_name: str | None
+    run_name: str | None
+    pool: str | None
+    personalities: list[Personality]
+    pairs: Pairs
+    cot: list[bool]
+    methods: list[str]
+    n_samples: int
+    gate: Gate = JUDGE_GATE
+
+    def configure(self, endpoint: Endpoint) -> JudgeConfig:
+        """The study's defaults for remote models; short answer caps for the embedded one (recorded)."""
+        return judge_config(endpoint, self.n_samples)
+
+    def claim(self, config: JudgeConfig) -> RunClaim:
+        """A judge run is fixed by its collection, model and request parameters (the subset is recorded)."""
+        name = judge_run_name(self.run_name, self.collection_id, self.subset_name, self.pool, config.model)
+        return judge_claim(name, self.collection_id, self.subset_name, config, self.methods)
+
+    def stage(self, config: JudgeConfig) -> JudgeStage:
+        """Items to requests, answers to judgment rows."""
+        return judge_stage(config, self.personalities, self.pairs)
+
+    def plan(self, run: RunIdentity) -> JudgePlan:
+        """Every pair x personality x CoT setting x method not judged on the current texts, streamed."""
+        return plan_judgments(run, self.pairs, self.personalities, self.cot, self.methods)
+
+    def planned_tables(self, plan: JudgePlan, config: JudgeConfig) -> dict[str, pl.DataFrame]:
+        """The gate's planned_pairs and planned_settings."""
+        return judge_planned(plan, config)
+
+    def prepare(self, settings: Settings, run: RunIdentity) -> None:
+        """Nothing is stored before asking but the personalities (the body stores them)."""
+
+
 @task(cache_policy=NO_CACHE)
-def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, config: JudgeConfig) -> pl.DataFrame:
-    """The judge gate, item by item: exactly the planned items present on the current texts, each derivable from
-    the stored requests it references, asked of the run's model with the run's parameters, values in range, parse
-    failures under the threshold. Else the run stays unpublished and the problems are listed."""
-    planned_pairs, planned_settings = planned_frames(plan, config)
-    params = {"run_id": run.run_id, "model": run.model, "max_share": settings.max_parse_failure_share}
+def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, config: JudgeConfig) -> int:
+    """The engine's one gate over a judge run's plan (a fanned-out run's parent gates here): exactly the planned
+    items present on the current texts, each derivable from the stored requests it references, asked of the run's
+    model with the run's parameters, values in range, parse failures under the threshold. Else the run stays
+    unpublished and the problems are listed."""
+    return gate_run(settings, run, judge_planned(plan, config), JUDGE_GATE)
 
-    def gate(limits: str) -> tuple[list[Any], pl.DataFrame]:
-        with open_migrated(settings.warehouse) as con:
-            run_sql(con, limits)  # bounded memory: the check must not grow with the run
-            con.register("planned_pairs", planned_pairs.to_arrow())
-            con.register("planned_settings", planned_settings.to_arrow())
-            problems = run_sql(con, "judge/assert_run_valid", params).fetchall()
-            shares = query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
-            status = "failed_check" if problems else "published"
-            reason = f"{len(problems)} problem(s): {problems[0][0]}" if problems else None
-            record = {"run_id": run.run_id, "status": status, "status_reason": reason, "finished_at": now()}
-            run_statements(con, declaration("judge").sql("set_run_status"), record)
-        return problems, shares
 
-    problems, shares = retrying_bounded(gate)  # a DuckLake status update may meet another run's
-    if problems:
-        lines = "\n".join(f"  [{problem}] {detail}" for problem, detail in problems[:20])
-        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise CheckFailed(
-            f"judge gate failed; run not published (its judgments are kept for inspection):\n{lines}{more}"
-        )
-    return shares
+@task(cache_policy=NO_CACHE)
+def read_failure_shares(settings: Settings, run: RunIdentity) -> pl.DataFrame:
+    """Parse-failure shares per personality, CoT setting and method over the whole run (the summary's table)."""
+    with open_migrated(settings.warehouse) as con:
+        return query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
 
 
 def summarize(
@@ -131,17 +150,6 @@ def summarize(
     """Counts for the CLI and the artifact."""
     failures = int(shares["n_failures"].sum()) if shares.height else 0
     return run_counts(run, endpoint, stats) | {"n_planned": n_planned, "n_failures": failures}
-
-
-def summarize_waiting(run: RunIdentity, endpoint: Endpoint, n_planned: int, stats: dict[str, Any]) -> dict[str, Any]:
-    """Counts of a batch-mode call that ends with items waiting for a later round (nothing gated yet)."""
-    return run_counts(run, endpoint, stats) | {
-        "n_planned": n_planned,
-        "n_waiting": stats["n_waiting"],
-        "batches": stats["batches"],
-        "offline": not endpoint.base_urls,
-        "budget_line": stats.get("budget_line"),
-    }
 
 
 @task(cache_policy=NO_CACHE)

@@ -19,7 +19,7 @@ from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import StageOutcome
+from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -84,7 +84,7 @@ def run_parameters(config: PairwiseConfig) -> dict[str, Any]:
 
 
 @dataclass
-class PairwiseRecipe:
+class PairwiseRecipe(HeldItems):
     """Pairwise's part of the one flow body (tasks/engine/running.py): its run, its stage, its planned items."""
 
     collection_id: str

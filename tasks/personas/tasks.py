@@ -22,7 +22,7 @@ from peras.settings import Settings
 from peras.sql import render_sql, run_sql, run_statements
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import StageOutcome
+from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -61,7 +61,7 @@ def run_parameters(config: CheckConfig) -> dict[str, Any]:
 
 
 @dataclass
-class CheckRecipe:
+class CheckRecipe(HeldItems):
     """The personas check's part of the one flow body (tasks/engine/running.py)."""
 
     personality_set: str

@@ -14,7 +14,7 @@ import polars as pl
 from peras.prompting import DEFAULT_CODE, Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import StageOutcome
+from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -53,7 +53,7 @@ def run_parameters(config: BatchConfig) -> dict[str, Any]:
 
 
 @dataclass
-class PrimingRecipe:
+class PrimingRecipe(HeldItems):
     """Priming's part of the one flow body (tasks/engine/running.py); its gate publishes nothing: the statistics
     are published after it passes."""
 

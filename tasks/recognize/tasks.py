@@ -22,7 +22,7 @@ from peras.settings import Settings
 from peras.sql import run_sql, run_statements
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import StageOutcome
+from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -86,7 +86,7 @@ def recognize_config(endpoint: Endpoint, kind: str, prompt: str, seed: int) -> R
 
 
 @dataclass
-class RecognizeRecipe:
+class RecognizeRecipe(HeldItems):
     """One of the recognize stage's two parts of the one flow body: states (EPR-S) or traits (EPR-T)."""
 
     kind: str  # 'recognize' or 'recognize_traits'
