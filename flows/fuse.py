@@ -13,8 +13,9 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
+from tasks.engine.run_status import recorded_run
 from tasks.engine.running import run_stage
-from tasks.engine.tasks import identify_warehouse, opaque, recorded_run
+from tasks.engine.tasks import identify_warehouse, opaque
 from tasks.fuse.tasks import (
     FuseRecipe,
     claim_baselines_run,

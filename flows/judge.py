@@ -7,44 +7,11 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
-from tasks.engine.endpoint import serving_endpoint
-from tasks.engine.lease import held
 from tasks.engine.running import run_stage
-from tasks.engine.runs import stored_answer_format
 from tasks.engine.shards import ROWS_PER_SHARD
-from tasks.engine.stage import declaration
-from tasks.engine.tasks import (
-    ask_all,
-    check_endpoint,
-    identify_warehouse,
-    opaque,
-    recorded_run,
-    run_counts,
-    store_personalities,
-)
-from tasks.judge.fan_out import (
-    beating,
-    check_deployment,
-    check_part_done,
-    part_identity,
-    part_settings,
-    remote_endpoint,
-    run_parts,
-    split_parts,
-    summarize_fan_out,
-)
-from tasks.judge.runs import check_methods, judge_config
-from tasks.judge.tasks import (
-    JudgeRecipe,
-    check_judge_run,
-    judge_stage,
-    load_pairs,
-    plan_judgments,
-    publish_judge_artifact,
-    read_failure_shares,
-    register_run,
-    summarize,
-)
+from tasks.judge.fan_out import ask_in_parts, ask_part, check_deployment, part_settings, summarize_fan_out
+from tasks.judge.runs import check_methods
+from tasks.judge.tasks import JudgeRecipe, load_pairs, publish_judge_artifact, read_failure_shares, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
 from tasks.shared.personalities import choose_personalities
 
@@ -129,30 +96,20 @@ def judge_fan_out(
     check_deployment(deployment)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
-    warehouse_id = identify_warehouse(settings)
-    endpoint = remote_endpoint(settings, backend)
-    config = judge_config(endpoint, n_samples)
-    run = register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool)
-    store_personalities(settings, chosen)
-    with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
-        split = split_parts(chosen, pairs, parts, split_by)
-        common = {
-            "collection": collection,
-            "subset": subset,
-            "cot": cot_settings,
-            "confidence_methods": methods,
-            "limit_pairs": limit_pairs,
-            "chunk_size": chunk_size,
-            "n_samples": n_samples,
-            "backend": endpoint.backend,
-            "model": endpoint.model,
-            "pool": pool,
-            "personality_set": personality_set,
-            "answer_format": "free",  # one way for every part (tasks/judge/fan_out.py remote_endpoint)
-        }
-        done = run_parts(settings, run, split, common, deployment, max_attempts, lost_after_s)
-        plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
-        check_judge_run(settings, run, opaque(plan), config)
+    recipe = JudgeRecipe(collection, subset, run_name, pool, chosen, pairs, cot_settings, methods, n_samples)
+    common = {
+        "collection": collection,
+        "subset": subset,
+        "cot": cot_settings,
+        "confidence_methods": methods,
+        "limit_pairs": limit_pairs,
+        "chunk_size": chunk_size,
+        "n_samples": n_samples,
+        "pool": pool,
+        "personality_set": personality_set,
+    }
+    split = (parts, split_by)
+    run, done = ask_in_parts(settings, recipe, split, common, backend, deployment, max_attempts, lost_after_s)
     publish_analyst_snapshot(settings)
     shares = read_failure_shares(settings, run)
     return summarize_fan_out(run, len(pairs) * len(chosen) * len(cot_settings) * len(methods), shares, done)
@@ -189,18 +146,5 @@ def judge_part(
     methods = check_methods(confidence_methods)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
-    warehouse_id = identify_warehouse(settings)
-    with serving_endpoint(settings, backend) as endpoint:
-        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, declaration("judge"), run_name))
-        config = judge_config(endpoint, n_samples)
-        run = part_identity(
-            register_run(settings, warehouse_id, run_name, collection, subset, config, methods, pool, lease=False),
-            part,
-            attempt,
-        )
-        with beating(settings, run, part):
-            plan = plan_judgments(run, pairs, chosen, cot_settings, methods)
-            stage = judge_stage(config, chosen, pairs)
-            stats = ask_all(settings, endpoint, run, opaque(stage), opaque(plan), chunk_size)
-            check_part_done(settings, opaque(plan))
-    return run_counts(run, endpoint, stats) | {"part": part}
+    recipe = JudgeRecipe(collection, subset, run_name, pool, chosen, pairs, cot_settings, methods, n_samples)
+    return ask_part(settings, recipe, part, attempt, backend, chunk_size)

@@ -19,8 +19,9 @@ from prefect import flow
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import serving_endpoint
 from tasks.engine.lease import held
+from tasks.engine.run_status import recorded_run
 from tasks.engine.running import run_stage
-from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque, recorded_run
+from tasks.engine.tasks import ask_all, check_endpoint, identify_warehouse, opaque
 from tasks.personas.build_sets import (
     build_config,
     build_stage,

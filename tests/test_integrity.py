@@ -244,8 +244,9 @@ def test_gate_names_each_foreign_or_contradicting_item_and_rederives_a_lost_one(
 def test_gate_names_a_missing_item(sample):
     from peras.prompting import select_personalities
     from tasks.engine.endpoint import Endpoint
-    from tasks.judge.runs import judge_config
-    from tasks.judge.tasks import check_judge_run, load_pairs, plan_judgments, register_run
+    from tasks.engine.runs import claim_run
+    from tasks.judge.runs import judge_claim, judge_config
+    from tasks.judge.tasks import check_judge_run, load_pairs, plan_judgments
 
     with FakeOpenAI(instant) as server:
         judge(
@@ -259,7 +260,8 @@ def test_gate_names_a_missing_item(sample):
     gone = rows(sample.warehouse, "select query_id, doc_id from judgments order by doc_id desc limit 1")[0]
     execute(sample.warehouse, "delete from judgments where doc_id = ?", [gone[1]])
     config = judge_config(Endpoint([server.base_url], "fake-model", "openai-compatible"), 10)
-    run = register_run.fn(sample, warehouse_id(sample.warehouse), "holed", "sample", None, config, ["verbalized"])
+    claim = judge_claim("holed", "sample", None, config, ["verbalized"])
+    run = claim_run(sample, warehouse_id(sample.warehouse), claim, config.model, config.backend)
     plan = plan_judgments(
         run, load_pairs.fn(sample, "sample", None, 3), select_personalities(["default"]), [False], ["verbalized"]
     )

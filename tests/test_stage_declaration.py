@@ -23,9 +23,9 @@ from peras.settings import load_settings
 from peras.sql import run_statements
 from peras.warehouse import open_migrated
 from support.fake_openai import FakeOpenAI, Reply
+from tasks.engine.run_status import set_run_status
 from tasks.engine.runs import RunClaim, claim_run
 from tasks.engine.stage import declaration, declarations
-from tasks.engine.tasks import set_run_status
 from tests.helpers import run_cli
 from tests.toy_stage import PROMPT, TOY, toy
 

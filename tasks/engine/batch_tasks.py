@@ -18,7 +18,7 @@ from peras.errors import BudgetReached
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import now, open_migrated, retrying, transaction
-from tasks.engine.batch import load_round
+from tasks.engine.batch import BatchRound, load_round
 from tasks.engine.batch_store import (
     batch_api,
     collect,
@@ -30,29 +30,24 @@ from tasks.engine.batch_store import (
 )
 from tasks.engine.endpoint import Endpoint, public_url
 from tasks.engine.engine import Engine
-from tasks.engine.shards import load_shards
-from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
-from tasks.engine.tasks import count_pending, notice, set_run_status
+from tasks.engine.run_status import count_pending, notice, set_run_status
+from tasks.engine.spec import EngineStats, Plan, RunIdentity
 
 
 def ask_in_rounds(
     settings: Settings,
     endpoint: Endpoint,
     identity: RunIdentity,
-    stage: Stage,
     plan: Plan,
-    rows_per_shard: int,
-    retry_failed: bool = False,
-    wait: bool = False,
-    sleep: Callable[[float], Any] | None = None,
+    engine_for: Callable[[BatchRound], Engine],
+    wait: bool,
 ) -> dict[str, Any]:
     """Collect the run's ended batches, answer every item whose answers are in, submit the requests still needed as
-    the next round; with `wait`, poll every `batch_poll_s` and go on until no item waits."""
-    load_shards(settings.warehouse, settings.shards, identity)
+    the next round (a pass of the engine `engine_for` makes for it); with `wait`, poll every `batch_poll_s` and go on
+    until no item waits. `ask_all` has loaded what a killed call left and made the plan (failures included with
+    retry_failed)."""
     if endpoint.base_urls:  # a Batch API: the batch-poll deployment can call the run again
         record_call(settings, identity, public_url(endpoint.base_urls[0]))
-    if retry_failed and isinstance(plan, RetryingPlan):
-        plan = plan.with_failures()
     api = batch_api(settings, endpoint)
     totals, submitted, waiting, budget_line = EngineStats(), [], 0, None
     try:
@@ -63,12 +58,7 @@ def ask_in_rounds(
                 waiting = 0
                 break
             batch = load_round(settings, identity.model)
-            # The answer format's constraint joins each line's body as it joins an online request's.
-            engine = Engine(
-                None, identity, stage, settings.warehouse, settings.shards, settings.concurrency, rows_per_shard,
-                retry_failed, batch=batch, answer_format=endpoint.answer_format,
-            )  # fmt: skip
-            stats = asyncio.run(engine.run(plan))
+            stats = asyncio.run(engine_for(batch).run(plan))
             _add(totals, stats)
             allowed, held, spent = within_budget(settings, identity, batch.pending)
             if held:
@@ -87,7 +77,7 @@ def ask_in_rounds(
                 break
             line = wait_line(run_batches(settings, identity.run_id), waiting)
             notice(f"{identity.run_name}: {line}; next look in {settings.batch_poll_s:g} s")
-            (sleep or time.sleep)(settings.batch_poll_s)
+            time.sleep(settings.batch_poll_s)
     finally:
         if api is not None:
             api.close()

@@ -21,6 +21,7 @@ from peras.prompting import Personality
 from peras.settings import Settings
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
+from tasks.engine.run_status import recorded_run
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
 from tasks.engine.spec import Plan, RunIdentity, Stage
 from tasks.engine.stages import HeldPlan
@@ -29,7 +30,6 @@ from tasks.engine.tasks import (
     check_endpoint,
     identify_warehouse,
     opaque,
-    recorded_run,
     run_counts,
     store_personalities,
 )

@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import polars as pl
@@ -24,13 +22,15 @@ from peras.progress import CountingClient, Counts, asking
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import render_sql, run_sql, run_statements
-from peras.warehouse import connect, now, open_migrated, publish_snapshot, retrying, transaction
+from peras.warehouse import connect, open_migrated, publish_snapshot, retrying, transaction
+from tasks.engine.batch import BatchRound
+from tasks.engine.batch_tasks import ask_in_rounds
 from tasks.engine.endpoint import Endpoint, make_client
 from tasks.engine.engine import Engine
+from tasks.engine.run_status import count_pending, notice
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
-from tasks.engine.stage import declaration, sql_of
-from tasks.engine.store import WarehouseThread
+from tasks.engine.stage import declaration
 
 T = TypeVar("T")
 # The personality conditions as sql/engine/upsert_changed.sql stores them (a changed instruction replaces the row).
@@ -135,15 +135,22 @@ def ask_all(
     Shards an earlier attempt left (a killed process) are loaded first, so what they hold is not asked again;
     when this returns, everything asked is in the warehouse.
     """
-    if settings.mode == "batch" and declaration(identity.kind).batch:
-        from tasks.engine.batch_tasks import ask_in_rounds  # it builds on this module's helpers
-
-        return ask_in_rounds(settings, endpoint, identity, stage, plan, rows_per_shard, retry_failed, wait)
-    if settings.mode != "online":
+    batch = settings.mode == "batch" and declaration(identity.kind).batch
+    if settings.mode != "online" and not batch:
         raise UsageError(f"--mode {settings.mode} is not available for {identity.kind}; ask it with --mode online")
     load_shards(settings.warehouse, settings.shards, identity)
     if retry_failed and isinstance(plan, RetryingPlan):
         plan = plan.with_failures()  # else its failed items count as done and are never asked again
+    if batch:
+
+        def engine_for(round_: BatchRound) -> Engine:
+            """A pass over one batch round; the answer format's constraint joins each line as an online request's."""
+            return Engine(
+                None, identity, stage, settings.warehouse, settings.shards, settings.concurrency, rows_per_shard,
+                retry_failed, batch=round_, answer_format=endpoint.answer_format,
+            )  # fmt: skip
+
+        return ask_in_rounds(settings, endpoint, identity, plan, engine_for, wait)
     n_items = count_pending(settings, plan)
     if n_items == 0:
         return EngineStats().as_dict()
@@ -207,15 +214,6 @@ def run_counts(identity: RunIdentity, endpoint: Endpoint, stats: dict[str, Any])
     }
 
 
-def count_pending(settings: Settings, plan: Plan) -> int:
-    """How many planned items have no stored outcome yet (the progress total)."""
-    thread = WarehouseThread(settings.warehouse)
-    try:
-        return plan.count(thread.fetch)
-    finally:
-        thread.close()
-
-
 def shard_loaded(settings: Settings, progress: ProgressArtifact, stats: EngineStats) -> None:
     """After each shard is loaded: progress in the UI, and (at most every interval) a fresh analysts' snapshot."""
     progress.update(stats)
@@ -228,15 +226,6 @@ def requests_spent(settings: Settings, identity: RunIdentity) -> int:
         return 0
     with connect(settings.warehouse, read_only=True) as con:
         return int(run_sql(con, "engine/select_http_requests", {"run_id": identity.run_id}).fetchone()[0])
-
-
-def notice(message: str) -> None:
-    """A long wait the user should know about: in the flow log and on the terminal."""
-    with contextlib.suppress(Exception):
-        get_run_logger().warning(message)
-    # Not print(): flows run with log_prints, which turns print() into a log record the terminal never shows.
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
 
 
 class ProgressArtifact:
@@ -285,33 +274,3 @@ class ProgressArtifact:
                 stats.n_cached,
                 stats.n_failures,
             )
-
-
-@contextlib.contextmanager
-def recorded_run(settings: Settings, identity: RunIdentity) -> Iterator[None]:
-    """Mark the run 'running' for the block; if the block fails, 'failed' with the reason, then re-raise."""
-    set_run_status(settings.warehouse, identity, "running", None)
-    try:
-        yield
-    except BaseException as exc:
-        reason = (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:500]
-        with contextlib.suppress(Exception):  # the original error matters more than this record
-            set_run_status(settings.warehouse, identity, "failed_check" if _is_gate(exc) else "failed", reason)
-        raise
-
-
-def set_run_status(warehouse: Path, identity: RunIdentity, status: str, reason: str | None) -> None:
-    """Record a run's state (its declaration's `set_run_status`)."""
-    params = {"run_id": identity.run_id, "status": status, "status_reason": reason, "finished_at": now()}
-
-    def record() -> None:
-        with open_migrated(warehouse) as con:
-            run_statements(con, sql_of(identity.kind, "set_run_status"), params)
-
-    retrying(record)  # on a DuckLake warehouse another run's status update may conflict with this one
-
-
-def _is_gate(exc: BaseException) -> bool:
-    from peras.errors import CheckFailed
-
-    return isinstance(exc, CheckFailed)

@@ -35,10 +35,22 @@ from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import connect, now, retrying, transaction
-from tasks.engine.endpoint import Endpoint
+from tasks.engine.endpoint import Endpoint, serving_endpoint
+from tasks.engine.lease import held
+from tasks.engine.run_status import recorded_run
+from tasks.engine.runs import claim_run, stored_answer_format
 from tasks.engine.spec import Attempt, Plan, RunIdentity
-from tasks.engine.tasks import count_pending
+from tasks.engine.tasks import (
+    ask_all,
+    check_endpoint,
+    count_pending,
+    identify_warehouse,
+    opaque,
+    run_counts,
+    store_personalities,
+)
 from tasks.judge.asking import Pairs
+from tasks.judge.tasks import JudgeRecipe, check_judge_run
 
 BEAT_INTERVAL_S = 5.0
 SLACK = 3.0  # a part is lost after this many times the longest beat gap (or start) seen in the run
@@ -95,7 +107,6 @@ def split_parts(personalities: list[Personality], pairs: Pairs, parts: int, spli
     return [Part(f"t{i + 1}-of-{n}", codes, sorted(group)) for i, group in enumerate(topics)]
 
 
-@task(cache_policy=NO_CACHE)
 @task(cache_policy=NO_CACHE)
 def check_deployment(deployment: str) -> None:
     """The deployment the parts run as exists on the Prefect server: checked before the run is claimed, so a
@@ -287,6 +298,53 @@ def check_part_done(settings: Settings, plan: Plan) -> None:
     left = count_pending(settings, plan)
     if left:
         raise CheckFailed(f"{left} item(s) of this part have no stored outcome; the part will be asked again")
+
+
+def ask_in_parts(
+    settings: Settings,
+    recipe: JudgeRecipe,
+    split: tuple[int, str],
+    common: dict[str, Any],
+    backend: str | None,
+    deployment: str,
+    max_attempts: int,
+    lost_after_s: float,
+) -> tuple[RunIdentity, list[Part]]:
+    """The parent's share of a fanned-out run: claim the run (holding its lease), split it into `split` = (parts,
+    split_by), start and watch the parts (`run_parts`; `common`: the parameters every part's flow run gets), then
+    gate the whole run. Returns the run and its parts."""
+    warehouse_id = identify_warehouse(settings)
+    endpoint = remote_endpoint(settings, backend)
+    config = recipe.configure(endpoint)
+    run = claim_run(settings, warehouse_id, recipe.claim(config), config.model, config.backend)
+    store_personalities(settings, recipe.personalities)
+    with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
+        parts = split_parts(recipe.personalities, recipe.pairs, *split)
+        # one answer format for every part (remote_endpoint): each host may serve another dialect
+        common = common | {"backend": endpoint.backend, "model": endpoint.model, "answer_format": "free"}
+        done = run_parts(settings, run, parts, common, deployment, max_attempts, lost_after_s)
+        check_judge_run(settings, run, opaque(recipe.plan(run)), config)
+    return run, done
+
+
+def ask_part(
+    settings: Settings, recipe: JudgeRecipe, part: str, attempt: int, backend: str | None, chunk_size: int
+) -> dict[str, Any]:
+    """One part of a fanned-out run on this worker's endpoint: the run claimed as the parent claimed it (without its
+    lease: the parent holds it; this attempt is fenced instead), the part's items asked and committed while it
+    beats, then checked all there. The parent gates and publishes the whole run."""
+    warehouse_id = identify_warehouse(settings)
+    with serving_endpoint(settings, backend) as endpoint:
+        named = recipe.claim(recipe.configure(endpoint))
+        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
+        config = recipe.configure(endpoint)
+        claimed = claim_run(settings, warehouse_id, recipe.claim(config), config.model, config.backend, lease=False)
+        run = part_identity(claimed, part, attempt)
+        with beating(settings, run, part):
+            plan = recipe.plan(run)
+            stats = ask_all(settings, endpoint, run, opaque(recipe.stage(config)), opaque(plan), chunk_size)
+            check_part_done(settings, opaque(plan))
+    return run_counts(run, endpoint, stats) | {"part": part}
 
 
 def summarize_fan_out(run: RunIdentity, n_planned: int, shares: Any, parts: list[Part]) -> dict[str, Any]:

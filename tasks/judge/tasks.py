@@ -1,4 +1,4 @@
-"""Judge tasks: load the pairs, register the run, plan what is left, gate item by item, publish.
+"""Judge tasks: load the pairs, the recipe the one flow body runs (claim, plan, gate), the summary, publish.
 
 The asking itself is the engine's (tasks/engine/); tasks/judge/asking.py says what a judgment asks.
 """
@@ -18,7 +18,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run
+from tasks.engine.runs import Gate, RunClaim, gate_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
 from tasks.judge.asking import JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
@@ -51,28 +51,6 @@ def load_pairs(
     rows = rows[:limit] if limit else rows
     keep = None if topics is None else set(topics)
     return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows if keep is None or q in keep}
-
-
-@task(cache_policy=NO_CACHE)
-def register_run(
-    settings: Settings,
-    warehouse_id: str,
-    run_name: str | None,
-    collection_id: str,
-    subset_name: str | None,
-    config: JudgeConfig,
-    methods: list[str],
-    pool: str | None = None,
-    lease: bool = True,
-) -> RunIdentity:
-    """Create the run, or resume one of that name that asks the same way (same collection, model, prompts,
-    parameters): the engine's one claim rule. A run judging judge-run pools is named <collection>-runs-<model> unless
-    named. With `lease` the run's lease is taken in the same write (tasks/engine/lease.py): a run another live process
-    asks is refused, naming it; the parts of a fanned-out run share their parent's run without it (each part's
-    attempt is fenced instead)."""
-    name = judge_run_name(run_name, collection_id, subset_name, pool, config.model)
-    claim = judge_claim(name, collection_id, subset_name, config, methods)
-    return claim_run(settings, warehouse_id, claim, config.model, config.backend, lease)
 
 
 def plan_judgments(
