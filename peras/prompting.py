@@ -149,8 +149,8 @@ def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
     if name not in PROMPT_NAMES:
         raise UsageError(f"unknown prompt {name!r}; known: {', '.join(PROMPT_NAMES)}")
     path = directory / f"{name}.toml"
-    data = _read_toml(path)
-    _check_keys(data, PROMPT_KEYS, path)
+    data = read_toml(path)
+    check_keys(data, PROMPT_KEYS, path)
     declared = tuple(data["placeholders"])
     if not all(isinstance(p, str) for p in declared):
         raise InputError("placeholders must be a list of strings", path)
@@ -262,8 +262,8 @@ def _normalise(value: object) -> object:
 
 
 def _read_personality(path: Path) -> Personality:
-    data = _read_toml(path)
-    _check_keys(data, dict.fromkeys(PERSONALITY_KEYS, str), path)
+    data = read_toml(path)
+    check_keys(data, dict.fromkeys(PERSONALITY_KEYS, str), path)
     if not CODE_PATTERN.fullmatch(data["code"]):
         raise InputError(
             f"code {data['code']!r} must be 1-32 letters, digits, '_' or '-', starting with a letter or digit",
@@ -277,7 +277,8 @@ def _read_personality(path: Path) -> Personality:
     return Personality(**{key: data[key] for key in PERSONALITY_KEYS}, source=path)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
+    """A prompt or personality data file's TOML; unreadable or invalid is an InputError naming the file."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -286,7 +287,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"not valid TOML: {exc}", path) from exc
 
 
-def _check_keys(data: dict[str, Any], expected: dict[str, type], path: Path) -> None:
+def check_keys(data: dict[str, Any], expected: dict[str, type], path: Path) -> None:
+    """A data file holds exactly the expected keys, each of its type; else an InputError naming the key and file."""
     missing = [key for key in expected if key not in data]
     unknown = [key for key in data if key not in expected]
     if missing:

@@ -151,8 +151,11 @@ def _attach_file(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     second instance on a file.
     """
     instance = f":memory:peras:{'ro' if read_only else 'rw'}:{path.resolve()}"
-    con = duckdb.connect(instance, config={"temp_directory": f"{path}.tmp"})  # where a file database spills
+    # temp_directory: where a file database spills. No progress bar: DuckDB draws one on stdout for any statement over
+    # 2 s, into a command's output (a judge run's gate over millions of judgments; peras/lake.py says the same).
+    con = duckdb.connect(instance, config={"temp_directory": f"{path}.tmp"})
     try:
+        con.execute("set enable_progress_bar = false")
         con.execute(attach_statement(path, read_only))
         con.execute(f"use {FILE_ALIAS}")
     except BaseException:

@@ -9,7 +9,6 @@ import click
 from cli.common import settings_options, text_table
 from peras.errors import UsageError
 from peras.settings import Settings
-from peras.sql import run_sql
 from peras.warehouse import open_migrated
 
 STATUS_HEADERS = ["batch", "round", "status", "requests", "answered", "failed", "submitted", "collected"]
@@ -40,12 +39,8 @@ def find_run(settings: Settings, run_name: str) -> tuple[str, str]:
     found: list[tuple[str, str]] = []
     with open_migrated(settings.warehouse) as con:
         for stage in present_declarations(con):
-            if stage.kind == "judge":
-                row = run_sql(con, "judge/select_run", {"run_name": run_name}).fetchone()
-                found += [(str(row[0]), str(row[3]))] if row else []
-            else:
-                row = run_statements(con, stage.sql("select_run_by_name"), {"run_name": run_name}).fetchone()
-                found += [(str(row[1]), str(row[3]))] if row else []
+            row = run_statements(con, stage.sql("select_run_by_name"), {"run_name": run_name}).fetchone()
+            found += [(str(row[1]), str(row[3]))] if row else []
     if not found:
         raise UsageError(f"no run named {run_name!r}; `peras runs list` shows the runs")
     if len(found) > 1:

@@ -22,7 +22,7 @@ import jinja2.meta
 
 from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
-from peras.prompting import PROMPT_KEYS, _check_keys, _read_toml
+from peras.prompting import PROMPT_KEYS, check_keys, read_toml
 
 PROMPT_NAME = "fuser"  # the keys of its file are every prompt file's (PROMPT_KEYS); its template is Jinja
 # Word for word from the study's fuser prompt (docs/fuse.md lists what was changed around them).
@@ -59,8 +59,8 @@ class FuserPrompt:
 
 def read_fuser_prompt(path: Path) -> FuserPrompt:
     """Read and check a fuser template file (rules in the module doc)."""
-    data = _read_toml(path)
-    _check_keys(data, PROMPT_KEYS, path)
+    data = read_toml(path)
+    check_keys(data, PROMPT_KEYS, path)
     if data["name"] != PROMPT_NAME:
         raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
     try:

@@ -33,7 +33,7 @@ from typing import Any
 
 from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
-from peras.prompting import Personality, _check_keys, _read_toml, personality_messages
+from peras.prompting import Personality, check_keys, personality_messages, read_toml
 
 PROMPT_NAME = "batch_umbrela"
 PROMPT_KEYS: dict[str, type] = {
@@ -84,8 +84,8 @@ class BatchParse:
 
 def load_batch_prompt(path: Path = PROMPTS_DIR / f"{PROMPT_NAME}.toml") -> BatchPrompt:
     """Read the batch template and check both of its templates' placeholders."""
-    data = _read_toml(path)
-    _check_keys(data, PROMPT_KEYS, path)
+    data = read_toml(path)
+    check_keys(data, PROMPT_KEYS, path)
     if data["name"] != PROMPT_NAME:
         raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
     _check_placeholders(data["template"], tuple(data["placeholders"]), "template", path)

@@ -20,7 +20,7 @@ from typing import Any
 from peras.bfi2 import DOMAINS, load_items
 from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
-from peras.prompting import PROMPT_KEYS, _check_keys, _read_toml
+from peras.prompting import PROMPT_KEYS, check_keys, read_toml
 
 STATE_PROMPT = "recognize_state"
 TRAIT_PROMPT = "recognize_trait"
@@ -58,8 +58,8 @@ def load_recognize_prompt(name: str) -> RecognizePrompt:
 
 def read_recognize_prompt(path: Path, name: str) -> RecognizePrompt:
     """A prompt file; its keys, name and placeholders are checked (an InputError names the file)."""
-    data = _read_toml(path)
-    _check_keys(data, PROMPT_KEYS, path)
+    data = read_toml(path)
+    check_keys(data, PROMPT_KEYS, path)
     if data["name"] != name:
         raise InputError(f"name is {data['name']!r}, expected {name!r}", path)
     declared = tuple(data["placeholders"])
