@@ -196,7 +196,9 @@ class Engine:
         The Ask's answer shape becomes part of its parameters first (in the run's dialect), so the constraint is
         in the cache key, the stored parameters and the body sent (peras/llm/constraints.py)."""
         if spec.shape is not None:
-            spec = replace(spec, params=constrain(spec.params, spec.shape, self.answer_format), shape=None)
+            params = constrain(spec.params, spec.shape, self.answer_format)
+            if params is not spec.params:  # else nothing to add (the 'free' dialect): the Ask is kept as it is
+                spec = replace(spec, params=params, shape=None)
         request_id, prompt_hash = request_hashes(self.identity.model, spec.messages, spec.params, spec.sample_index)
         step = item_step.get()
         item_step.set(step + 1)  # this item's next request waits for a slot ahead of items not yet this far

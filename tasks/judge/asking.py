@@ -169,6 +169,16 @@ class JudgeStage(PersonaStage[JudgeConfig]):
 
     pairs: Pairs
     kind: str = "judge"
+    # The label requests' parameters by (CoT, method): the same for every item of a run, so built once (shared by
+    # the items' Asks, which never change them).
+    _label_params: dict[tuple[bool, str], dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
+
+    def label_params(self, cot: bool, method: str) -> dict[str, Any]:
+        """`JudgeConfig.label_params`, remembered."""
+        params = self._label_params.get((cot, method))
+        if params is None:
+            params = self._label_params[(cot, method)] = self.config.label_params(cot, method)
+        return params
 
     async def handle(self, item: WorkItem, ask: AskFn) -> dict[str, Any]:
         """One judgment row: label, confidence by the item's method, or the failure and why."""
@@ -197,7 +207,7 @@ class JudgeStage(PersonaStage[JudgeConfig]):
     ) -> dict[str, Any]:
         personality = self.personalities[item.personality]
         messages = build_label_messages(personality, pair.query, pair.passage, item.cot)
-        params = self.config.label_params(item.cot, item.method)
+        params = self.label_params(item.cot, item.method)
         label = await ask(Ask(messages, params, "label", self._label_parser(item), shape=label_shape(item.cot)))
         row["label_request_id"] = label.request_id
         if not label.ok:
@@ -244,7 +254,7 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         messages = build_joint_messages(
             self.personalities[item.personality], pair.query, pair.passage, item.cot, item.method
         )
-        params = self.config.label_params(item.cot, item.method)
+        params = self.label_params(item.cot, item.method)
         shape = answer_shape(f"{item.method}_{'cot' if item.cot else 'nocot'}")
         answer = await ask(Ask(messages, params, "label", JOINT_METHODS[item.method], shape=shape))
         found: dict[str, Any] = {"label_request_id": answer.request_id, "confidence_request_id": answer.request_id}
@@ -259,7 +269,7 @@ class JudgeStage(PersonaStage[JudgeConfig]):
     async def _by_sampling(self, item: WorkItem, pair: Pair, ask: AskFn) -> dict[str, Any]:
         """MP: n label samples (tasks/engine/stages.py ask_samples); the majority label, ties to the lower one."""
         messages = build_label_messages(self.personalities[item.personality], pair.query, pair.passage, item.cot)
-        params = self.config.label_params(item.cot, item.method)
+        params = self.label_params(item.cot, item.method)
         spec = Ask(messages, params, "label", self._label_parser(item), shape=label_shape(item.cot))
         answers = await ask_samples(ask, spec, self.config.n_samples)
         votes = [int(a.parsed.value) for a in answers if a.ok]
