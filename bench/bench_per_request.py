@@ -15,9 +15,13 @@ a 0-100 confidence in one answer: one request per judgment), against the instant
 
 Rounds alternate raw and PERAS at each concurrency (the machine is shared: the ratio per round and the load
 averages are the result, not the absolute rates). `--profile` runs one more PERAS round per concurrency under
-cProfile and keeps the top functions (own time) and their share of the asking engine's time.
+cProfile and keeps the top functions (own time) and their share of the asking engine's time. `--layers` measures,
+per concurrency, the CPU per request of each layer of PERAS's asking path in this process against the same server
+and requests (the raw loop, the transport alone, the client, its machine-wide slots, the progress counts), and the
+server's own CPU per request while each runs (read from /proc; Linux): where PERAS's CPU goes beyond the raw loop's.
 
     .venv/bin/python bench/bench_per_request.py [--rounds 3] [--concurrency 8 64] [--profile] [--before ../main]
+    .venv/bin/python bench/bench_per_request.py --rounds 3 --layers   # the CPU per request, layer by layer
     .venv/bin/python bench/bench_per_request.py --latency 50 450 --concurrency 512   # goal 2's second half
 """
 
@@ -43,6 +47,9 @@ import duckdb  # noqa: E402
 import orjson  # noqa: E402
 
 from bench.common import finish, headline, machine, peras_command, peras_env, versions  # noqa: E402
+from peras.llm.client import LLMClient, chat_body  # noqa: E402
+from peras.llm.transport import FastHTTPTransport  # noqa: E402
+from peras.progress import CountingClient, Counts  # noqa: E402
 from support.fake_openai import fake_openai_process  # noqa: E402
 from support.prefect_server import prefect_server  # noqa: E402
 
@@ -84,8 +91,8 @@ def peras_round(
     return {"judgments": int(n), "span_s": float(span), "warehouse": warehouse}
 
 
-def sent_bodies(warehouse: Path) -> list[bytes]:
-    """The chat bodies PERAS sent, in the order sent, encoded as its transport encodes them."""
+def sent_requests(warehouse: Path) -> list[tuple[list[dict[str, str]], dict[str, Any]]]:
+    """The messages and parameters of the requests PERAS sent, in the order sent."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         rows = con.execute(
@@ -93,12 +100,83 @@ def sent_bodies(warehouse: Path) -> list[bytes]:
         ).fetchall()
     finally:
         con.close()
+    return [(json.loads(messages), json.loads(params)) for messages, params in rows]
+
+
+def sent_bodies(warehouse: Path) -> list[bytes]:
+    """The chat bodies PERAS sent, in the order sent, encoded as its transport encodes them."""
     bodies = []
-    for messages, params in rows:
-        body = {"model": MODEL, "messages": json.loads(messages), **json.loads(params)}
+    for messages, params in sent_requests(warehouse):
+        body = {"model": MODEL, "messages": messages, **params}
         body.update(body.pop("extra_body", None) or {})
         bodies.append(orjson.dumps(body))
     return bodies
+
+
+def server_cpu_s() -> float:
+    """CPU seconds the scripted server (a child process of this one) has used so far (Linux /proc)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and b"support.fake_openai" in (stat.parent / "cmdline").read_bytes():
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended meanwhile
+    return total
+
+
+async def layer_run(
+    url: str, layer: str, requests: list[tuple[list[dict[str, str]], dict[str, Any]]], concurrency: int, tmp: Path
+) -> int:
+    """Every request once through one layer of PERAS's asking path, `concurrency` at a time; the requests done."""
+    client = LLMClient([url], MODEL, concurrency=concurrency, slots_dir=tmp / "slots" if "slots" in layer else None)
+    transport = FastHTTPTransport(url, None, 120.0)
+    chat: Any = CountingClient(client, Counts(layer, len(requests))).chat if "counts" in layer else client.chat
+    queue = list(range(len(requests)))[::-1]
+
+    async def worker() -> None:
+        while queue:
+            messages, params = requests[queue.pop()]
+            if layer == "transport":
+                await transport.chat(chat_body(MODEL, messages, params))
+            else:
+                await chat(messages, params)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await client.aclose()
+    await transport.aclose()
+    return len(requests)
+
+
+LAYERS = ("transport", "client", "client+slots", "client+slots+counts")
+
+
+def layer_rounds(
+    url: str, requests: list[tuple[list[dict[str, str]], dict[str, Any]]], concurrency: int, rounds: int, tmp: Path
+) -> dict[str, Any]:
+    """CPU microseconds per request of this process (each layer, and the raw loop) and of the server meanwhile."""
+    bodies = sent_bodies_of(requests)
+    own: dict[str, list[float]] = {}
+    server: dict[str, list[float]] = {}
+    for _ in range(rounds):
+        for layer in ("raw loop", *LAYERS):
+            cpu, served = time.process_time(), server_cpu_s()
+            if layer == "raw loop":
+                n = asyncio.run(raw_loop(url, bodies, concurrency))["judgments"]
+            else:
+                n = asyncio.run(layer_run(url, layer, requests, concurrency, tmp))
+            own.setdefault(layer, []).append((time.process_time() - cpu) / n * 1e6)
+            server.setdefault(layer, []).append((server_cpu_s() - served) / n * 1e6)
+    return {
+        "cpu_us_per_request": {layer: round(statistics.median(v), 1) for layer, v in own.items()},
+        "server_cpu_us_per_request": {layer: round(statistics.median(v), 1) for layer, v in server.items()},
+    }
+
+
+def sent_bodies_of(requests: list[tuple[list[dict[str, str]], dict[str, Any]]]) -> list[bytes]:
+    """The bodies of `requests` as PERAS's transport encodes them."""
+    return [orjson.dumps(chat_body(MODEL, messages, params)) for messages, params in requests]
 
 
 async def raw_loop(url: str, bodies: list[bytes], connections: int) -> dict[str, float]:
@@ -172,6 +250,9 @@ def main() -> None:
     )
     parser.add_argument("--profile-dir", type=Path, help="keep the cProfile files here (default: discarded)")
     parser.add_argument(
+        "--layers", action="store_true", help="also the CPU per request of each layer of the asking path (Linux)"
+    )
+    parser.add_argument(
         "--latency",
         type=float,
         nargs=2,
@@ -200,6 +281,7 @@ def main() -> None:
         env = peras_env(Path(tmp) / "prefect", api, base) | {"PYTHONPATH": str(ROOT)}
         subprocess.run(peras_command("ingest", "dl19"), env=env, check=True, capture_output=True, text=True)
         bodies: list[bytes] = []
+        requests: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
         rows = []
         for concurrency in args.concurrency:
             raw, ours, loads, before = [], [], [], []
@@ -213,6 +295,7 @@ def main() -> None:
                 ours.append(run["judgments"] / run["span_s"])
                 if not bodies:
                     bodies = sent_bodies(run["warehouse"])
+                    requests = sent_requests(run["warehouse"])
                 run["warehouse"].unlink()
                 loop = asyncio.run(raw_loop(url, bodies, concurrency))
                 raw.append(loop["judgments"] / loop["span_s"])
@@ -239,6 +322,9 @@ def main() -> None:
                     "before_ratio_per_round": [round(p / r, 3) for p, r in zip(before, raw, strict=True)],
                     "before_ratio": round(statistics.median(before) / statistics.median(raw), 3),
                 }
+            if args.layers and requests and not args.latency:
+                entry["layers"] = layer_rounds(url, requests, concurrency, args.rounds, Path(tmp))
+                print(f"  concurrency {concurrency} layers: {entry['layers']}", flush=True)
             if args.profile:
                 profile = (args.profile_dir or Path(tmp)) / f"c{concurrency}.prof"
                 peras_round(env, base, url, concurrency, f"profile-c{concurrency}", profile)["warehouse"].unlink()
