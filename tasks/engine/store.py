@@ -10,8 +10,8 @@ event loop never waits on DuckDB except for the plan's group queries.
 
 A load runs on a thread of its own at a lower CPU priority (nice +LOAD_NICE on Linux) while the warehouse thread
 waits for it, so loads stay in order with every read: on a busy machine a shard's load takes the CPU the asking and
-the server leave over, instead of a share of theirs (loading 4,096 judgments costs ~0.2 s of CPU, ~50 us a request,
-which on 2 cores competed with the server for the core the event loop does not use). The last load, after the
+the server leave over, instead of a share of theirs (loading 4,096 judgments costs 0.25-0.3 s of CPU, 60-75 us a
+request, which on 2 cores competed with the server for the core the event loop does not use). The last load, after the
 asking, has the CPU to itself.
 
 Answer look-ups are cheap when the answer is not stored: the model's stored request ids are held as a sorted
