@@ -32,6 +32,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # No periodic progress lines in tests (they would land in the exact stderr tests compare); a test of them sets it.
 os.environ.setdefault("PERAS_PROGRESS_INTERVAL_S", "0")
 SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))
+# No flow-run heartbeats in tests (every process: in-process flows, `peras` subprocesses, workers and their flow runs
+# inherit it). Prefect's heartbeat thread sleeps in 1 s steps and every flow run joins it as it ends: ~0.5-0.9 s of
+# waiting per flow run (a trivial flow took 1.16 s with it, 0.23 s without), hundreds of flow runs in the suite.
+# No test reads Prefect's heartbeats (a fanned-out run's parts beat in the warehouse: tasks/judge/fan_out.py). JSON,
+# since an environment variable cannot say None for heartbeat_frequency itself.
+os.environ.setdefault("PREFECT_FLOWS", '{"heartbeat_frequency": null}')
 
 
 class SessionPrefect:
