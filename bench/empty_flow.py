@@ -7,9 +7,13 @@ wall time.
 
 from __future__ import annotations
 
+import os
 import time
 
 STARTED = time.perf_counter()
+# As `peras` runs a flow (cli/main.py): no flow-run heartbeat thread to wait for as the run ends.
+if not {"PREFECT_FLOWS", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"} & set(os.environ):
+    os.environ["PREFECT_FLOWS"] = '{"heartbeat_frequency": null}'
 
 from prefect import flow  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402

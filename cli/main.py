@@ -17,6 +17,13 @@ from typing import NoReturn
 # Flow-run logs still go to the Prefect API/UI; the terminal shows only peras' own lines.
 # (PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL=INFO peras ... shows Prefect's run logs too.)
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+# No Prefect flow-run heartbeats for the flows a command runs in its own process: Prefect's heartbeat thread sleeps in
+# 1 s steps and every flow run waits for it to stop as it ends (0.5-0.9 s of every command that starts a flow). A
+# killed command's run is found by PERAS's own lease (tasks/engine/lease.py: taken over once its pid is gone), and a
+# deployment's flow runs are watched by their worker. A user's own PREFECT_FLOWS or PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+# wins (JSON: an environment variable cannot say None for heartbeat_frequency itself).
+if not {"PREFECT_FLOWS", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"} & set(os.environ):
+    os.environ["PREFECT_FLOWS"] = '{"heartbeat_frequency": null}'
 
 import click
 
