@@ -143,6 +143,14 @@ def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
     return replace(claim, params=claim.params | found)
 
 
+def checked_endpoint(settings: Settings, recipe: StageRecipe[ConfigT], endpoint: Endpoint) -> tuple[Endpoint, ConfigT]:
+    """The endpoint checked in the answer format a resumed run asked in (the run's name comes from the recipe's claim),
+    and the recipe's configuration for it: what `run_stage` and a fanned-out run's parts ask with."""
+    named = recipe.claim(recipe.configure(endpoint))
+    endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
+    return endpoint, recipe.configure(endpoint)
+
+
 def run_stage(
     settings: Settings,
     recipe: StageRecipe[ConfigT],
@@ -161,9 +169,7 @@ def run_stage(
     """
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        named = recipe.claim(recipe.configure(endpoint))
-        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
-        config = recipe.configure(endpoint)
+        endpoint, config = checked_endpoint(settings, recipe, endpoint)
         claim = answered_as(recipe.claim(config), endpoint)
         run = claim_stage_run(settings, warehouse_id, claim, endpoint)
         with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):

@@ -38,11 +38,11 @@ from peras.warehouse import connect, now, retrying, transaction
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
-from tasks.engine.runs import claim_run, stored_answer_format
+from tasks.engine.running import checked_endpoint
+from tasks.engine.runs import claim_run
 from tasks.engine.spec import Attempt, Plan, RunIdentity
 from tasks.engine.tasks import (
     ask_all,
-    check_endpoint,
     count_pending,
     identify_warehouse,
     opaque,
@@ -335,9 +335,7 @@ def ask_part(
     beats, then checked all there. The parent gates and publishes the whole run."""
     warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
-        named = recipe.claim(recipe.configure(endpoint))
-        endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
-        config = recipe.configure(endpoint)
+        endpoint, config = checked_endpoint(settings, recipe, endpoint)
         claimed = claim_run(settings, warehouse_id, recipe.claim(config), config.model, config.backend, lease=False)
         run = part_identity(claimed, part, attempt)
         with beating(settings, run, part):
