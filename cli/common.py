@@ -76,11 +76,9 @@ def asking_endpoint_options(
         click.option("--backend", help=backend_help),
         click.option("--concurrency", type=bounded(1), help=concurrency_help),
         click.option("--request-budget", type=bounded(0), help="Most requests this run may send."),
-        click.option(
-            "--answer-format",
-            type=click.Choice(ANSWER_FORMATS),
-            help="auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
-            " constrained: refuse an endpoint that enforces none [auto].",
+        answer_format_option(
+            "auto: constrain answers where the endpoint enforces it (probed once), else free text; free: never;"
+            " constrained: refuse an endpoint that enforces none [auto]."
         ),
         mode_options,
     ]
@@ -113,6 +111,21 @@ def asking_endpoint_options(
         return decorated
 
     return decorate
+
+
+def seed_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--seed: an integer >= 0, the study's 42 unless given; `help_text` says what it seeds in the command."""
+    return click.option("--seed", type=bounded(0), default=42, show_default=True, help=help_text)
+
+
+def retry_failed_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--retry-failed: ask again what the run stored as failures; `help_text` says what they are in the command."""
+    return click.option("--retry-failed", is_flag=True, help=help_text)
+
+
+def answer_format_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--answer-format (auto, free or constrained: peras/llm/constraints.py), with what it means for the command."""
+    return click.option("--answer-format", type=click.Choice(ANSWER_FORMATS), help=help_text)
 
 
 def mode_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -253,6 +266,12 @@ def text_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
         return "  ".join(parts).rstrip()
 
     return [line(headers), *(line(row) for row in cells)]
+
+
+def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """A text table, line by line."""
+    for line in text_table(headers, rows):
+        click.echo(line)
 
 
 def _cell(value: Any) -> str:

@@ -9,7 +9,7 @@ from prefect import flow
 from peras.settings import Settings, load_settings
 from tasks.engine.running import run_stage
 from tasks.engine.shards import ROWS_PER_SHARD
-from tasks.judge.fan_out import ask_in_parts, ask_part, check_deployment, part_settings, summarize_fan_out
+from tasks.judge.fan_out import ask_part, check_spread, judge_on_hosts, part_settings
 from tasks.judge.runs import check_methods
 from tasks.judge.tasks import JudgeRecipe, load_pairs, publish_judge_artifact, read_failure_shares, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
@@ -32,6 +32,11 @@ def judge(
     pool: str | None = None,
     personality_set: str | None = None,
     wait: bool = False,
+    parts: int | None = None,
+    split_by: str = "personality",
+    deployment: str = "judge-part/hosts",
+    max_attempts: int = 3,
+    lost_after_s: float = 60.0,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Judge a collection (or subset) under each personality, with and without CoT, storing every request.
@@ -44,75 +49,34 @@ def judge(
     the built-in and PERAS_PERSONALITIES_DIR personalities. With settings.mode 'batch' the requests go in batch
     rounds (docs/batch.md): a call collects what ended and submits the next round; the run is gated once no item
     waits. wait: poll until then.
+
+    parts: spread the run over hosts (docs/scaling.md): `parts` child runs of `deployment` (flow judge-part) that any
+    worker of its pool takes, each on its own host's endpoint, committing its own shards; a part whose run fails or
+    whose host is lost (no beat for lost_after_s) is started again (max_attempts), resuming from what was committed.
+    Then the whole run is gated and published here. split_by: personality (groups of personalities) or topic
+    (groups of queries, balanced by pairs). Needs a warehouse every host reaches: a DuckLake catalog.
     """
     settings = settings or load_settings()
     settings = settings.model_copy(update={"batch_wait": True}) if wait else settings
     cot_settings = [False, True] if cot is None else cot
     methods = check_methods(confidence_methods)
+    if parts is not None:
+        check_spread(settings, deployment, retry_failed)
     chosen = choose_personalities(settings, personalities, personality_set)
     pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
-    n_planned = len(pairs) * len(chosen) * len(cot_settings) * len(methods)
     recipe = JudgeRecipe(collection, subset, run_name, pool, chosen, pairs, cot_settings, methods, n_samples)
+    if parts is not None:
+        asked = {"limit_pairs": limit_pairs, "chunk_size": chunk_size, "personality_set": personality_set}
+        supervision = (deployment, max_attempts, lost_after_s)
+        return judge_on_hosts(settings, recipe, (parts, split_by), asked, backend, supervision)
     outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
     if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); a later call gates
-        return outcome.waiting(n_planned)
+        return outcome.waiting(recipe.n_planned)
     publish_analyst_snapshot(settings)
     shares = read_failure_shares(settings, outcome.run)
-    summary = summarize(outcome.run, outcome.endpoint, n_planned, outcome.stats, shares)
+    summary = summarize(outcome.run, outcome.endpoint, recipe.n_planned, outcome.stats, shares)
     publish_judge_artifact(summary, shares)
     return summary
-
-
-@flow(name="judge-fan-out", flow_run_name="judge-fan-out-{collection}", log_prints=True)
-def judge_fan_out(
-    collection: str,
-    parts: int = 2,
-    split_by: str = "personality",
-    subset: str | None = None,
-    personalities: list[str] | None = None,
-    cot: list[bool] | None = None,
-    confidence_methods: list[str] | None = None,
-    run_name: str | None = None,
-    limit_pairs: int | None = None,
-    chunk_size: int = ROWS_PER_SHARD,
-    n_samples: int = 10,
-    backend: str | None = None,
-    pool: str | None = None,
-    personality_set: str | None = None,
-    deployment: str = "judge-part/hosts",
-    max_attempts: int = 3,
-    lost_after_s: float = 60.0,
-    settings: Settings | None = None,
-) -> dict[str, Any]:
-    """The judge run spread over hosts: `parts` child runs of `deployment` (flow judge-part) that any worker of its
-    pool takes, each on its own host's endpoint, committing its own shards; a part whose run fails or whose host is
-    lost (no beat for lost_after_s) is started again (max_attempts), resuming from what was committed. Then the
-    whole run is gated and published here. split_by: personality (groups of personalities) or topic (groups of
-    queries, balanced by pairs). Needs a warehouse every host reaches: a DuckLake catalog (docs/scaling.md).
-    """
-    settings = settings or load_settings()
-    cot_settings = [False, True] if cot is None else cot
-    methods = check_methods(confidence_methods)
-    check_deployment(deployment)
-    chosen = choose_personalities(settings, personalities, personality_set)
-    pairs = load_pairs(settings, collection, subset, limit_pairs, pool)
-    recipe = JudgeRecipe(collection, subset, run_name, pool, chosen, pairs, cot_settings, methods, n_samples)
-    common = {
-        "collection": collection,
-        "subset": subset,
-        "cot": cot_settings,
-        "confidence_methods": methods,
-        "limit_pairs": limit_pairs,
-        "chunk_size": chunk_size,
-        "n_samples": n_samples,
-        "pool": pool,
-        "personality_set": personality_set,
-    }
-    split = (parts, split_by)
-    run, done = ask_in_parts(settings, recipe, split, common, backend, deployment, max_attempts, lost_after_s)
-    publish_analyst_snapshot(settings)
-    shares = read_failure_shares(settings, run)
-    return summarize_fan_out(run, len(pairs) * len(chosen) * len(cot_settings) * len(methods), shares, done)
 
 
 @flow(name="judge-part", flow_run_name="judge-part-{collection}-{part}", log_prints=True)
@@ -136,9 +100,10 @@ def judge_part(
     answer_format: str | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
-    """One part of a fanned-out judge run (started by judge-fan-out), on this worker's endpoint (PERAS_BASE_URLS):
-    asks what the part lacks, commits it, beats while it works; the parent gates and publishes the run. attempt: the
-    parent's count of starts of this part; once it starts a newer one, this attempt's commits are refused."""
+    """One part of a judge run spread over hosts (started by the judge flow with `parts`), on this worker's endpoint
+    (PERAS_BASE_URLS): asks what the part lacks, commits it, beats while it works; the parent gates and publishes the
+    run. attempt: the parent's count of starts of this part; once it starts a newer one, this attempt's commits are
+    refused."""
     settings = part_settings(settings or load_settings(model=model, answer_format=answer_format), part, attempt)
     if answer_format is not None:
         settings = settings.model_copy(update={"answer_format": answer_format})

@@ -190,14 +190,14 @@ def flow_states(flow_run_ids: list[str]) -> list[str]:
 def spread_in_background(run_name: str, **options: Any) -> tuple[threading.Thread, dict[str, Any]]:
     """The sample judged in 4 parts on the hosts' pool (no CoT, a part lost after 15 s without a beat), in a thread:
     the thread, and where its summary (or error) will be."""
-    from flows.judge import judge_fan_out
+    from flows.judge import judge
     from peras.settings import load_settings
 
     outcome: dict[str, Any] = {}
 
     def parent() -> None:
         try:
-            outcome["summary"] = judge_fan_out(
+            outcome["summary"] = judge(
                 collection="sample",
                 parts=4,
                 cot=[False],
@@ -312,7 +312,7 @@ def test_a_host_killed_before_its_part_began_is_taken_as_lost(lake, hosts, capsy
 
 def test_two_spread_runs_at_once_split_by_topic_each_complete_exactly(lake, hosts, capsys):
     """One run in-process, one from `peras judge --parts`, on the same two hosts at the same time."""
-    from flows.judge import judge_fan_out
+    from flows.judge import judge
     from peras.settings import load_settings
 
     pool = deploy_parts(capsys)
@@ -321,7 +321,7 @@ def test_two_spread_runs_at_once_split_by_topic_each_complete_exactly(lake, host
 
     def parent(name: str, personalities: list[str]) -> None:
         try:
-            results[name] = judge_fan_out(
+            results[name] = judge(
                 collection="sample",
                 parts=3,
                 split_by="topic",

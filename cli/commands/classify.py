@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.common import bounded, run_flow, run_tags, settings_options
+from cli.common import bounded, run_flow, run_tags, seed_option, settings_options
 from peras.settings import Settings
 
 if TYPE_CHECKING:
@@ -31,13 +31,7 @@ LEARNER_NAMES = ("rf", "xgboost", "lightgbm", "ordinal_logit", "rf_no_conf")
     help="Runs whose judgments are the features, one column each (repeatable); a glob matches NAME or COLLECTION:NAME.",
 )
 @click.option("--trials", type=bounded(1), default=50, show_default=True, help="Random splits.")
-@click.option(
-    "--seed",
-    type=bounded(0),
-    default=42,
-    show_default=True,
-    help="Base seed; each trial's seed is drawn from it and recorded.",
-)
+@seed_option("Base seed; each trial's seed is drawn from it and recorded.")
 @click.option(
     "--train-fraction",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),

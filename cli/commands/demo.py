@@ -6,9 +6,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from cli.common import bounded, endpoint_tags, run_flow, run_tags, settings_options
+from cli.common import answer_format_option, bounded, endpoint_tags, run_flow, run_tags, settings_options
 from cli.tables import WIDTH
-from peras.llm.constraints import ANSWER_FORMATS
 from peras.settings import Settings
 
 
@@ -19,10 +18,8 @@ from peras.settings import Settings
     "--base-url", "base_urls", multiple=True, help="Ask this OpenAI-compatible server instead of the embedded model."
 )
 @click.option("--model", help="With --base-url: the model name it serves.")
-@click.option(
-    "--answer-format",
-    type=click.Choice(ANSWER_FORMATS),
-    help="auto/constrained: the embedded model's answers are constrained (llama.cpp grammars); free: never [auto].",
+@answer_format_option(
+    "auto/constrained: the embedded model's answers are constrained (llama.cpp grammars); free: never [auto]."
 )
 @settings_options
 def demo(

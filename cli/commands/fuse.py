@@ -13,8 +13,10 @@ from cli.common import (
     asking_endpoint_options,
     bounded,
     model_and_backend,
+    retry_failed_option,
     run_flow,
     run_tags,
+    seed_option,
     settings_options,
     waiting_line,
 )
@@ -55,9 +57,9 @@ def fuser_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--baselines-only", is_flag=True, help="Only the voting baselines: no fuser, no LLM.")
 @click.option("--named", is_flag=True, help="Show the fuser the judges' names (default: anonymised, Judge 1..m).")
 @click.option("--pairs", "n_pairs", type=bounded(1), help="Ask the fuser about N pairs only [all].")
-@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the judges' order per pair.")
+@seed_option("Seed of the judges' order per pair.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
-@click.option("--retry-failed", is_flag=True, help="Ask again the fuser answers this run stored as failures.")
+@retry_failed_option("Ask again the fuser answers this run stored as failures.")
 @click.option(
     "--format",
     "fmt",

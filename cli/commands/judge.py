@@ -9,7 +9,16 @@ import click
 from click.core import ParameterSource
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, endpoint_tags, run_flow, run_tags, settings_options, waiting_line
+from cli.common import (
+    bounded,
+    endpoint_options,
+    endpoint_tags,
+    retry_failed_option,
+    run_flow,
+    run_tags,
+    settings_options,
+    waiting_line,
+)
 from cli.model_presets import check_served, model_preset_option
 from peras.errors import UsageError
 from peras.models import ModelPreset
@@ -17,7 +26,7 @@ from peras.settings import Settings
 from tasks.engine.shards import ROWS_PER_SHARD
 from tasks.ingest.sources import default_subset
 
-JUDGING_OPTIONS = [
+JUDGING_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option(
         "--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11."
     ),
@@ -51,10 +60,8 @@ JUDGING_OPTIONS = [
         help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging "
         "goes on.",
     ),
-    click.option(
-        "--retry-failed",
-        is_flag=True,
-        help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
+    retry_failed_option(
+        "Ask again the answers this run stored as unreadable or refused (a new run always re-asks them)."
     ),
 ]
 
@@ -215,20 +222,16 @@ def judge(
         "n_samples": n_samples,
         "backend": backend,
         "personality_set": personality_set,
+        "retry_failed": retry_failed,
         "settings": settings,
     }
     from flows.judge import judge as judge_flow  # Prefect: loaded once the checks above passed
-    from flows.judge import judge_fan_out
 
     if parts is not None:
-        if settings.mode == "batch":
-            raise UsageError("--mode batch is not available with --parts: a batch needs no hosts of your own")
-        if retry_failed:
-            raise UsageError("--retry-failed is not available with --parts: run it without --parts on one host")
-        spread = run_flow(judge_fan_out, parts=parts, split_by=split_by, deployment=deployment, **asked)
+        spread = run_flow(judge_flow, parts=parts, split_by=split_by, deployment=deployment, **asked)
         click.echo(spread_line(spread))
         return
-    result = run_flow(judge_flow, retry_failed=retry_failed, **asked)
+    result = run_flow(judge_flow, **asked)
     click.echo(judged_line(result))
 
 

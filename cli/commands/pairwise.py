@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, run_asking_flow, settings_options
+from cli.common import bounded, endpoint_options, retry_failed_option, run_asking_flow, seed_option, settings_options
 from peras.errors import UsageError
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
@@ -40,13 +40,9 @@ from tasks.ingest.sources import default_subset
     help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
     "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
 )
-@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the pair draws.")
+@seed_option("Seed of the pair draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
-@click.option(
-    "--retry-failed",
-    is_flag=True,
-    help="Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).",
-)
+@retry_failed_option("Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).")
 @endpoint_options
 @settings_options
 def pairwise(

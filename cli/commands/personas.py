@@ -11,10 +11,12 @@ import click
 from cli.commands.recognize import recognize
 from cli.common import (
     bounded,
+    echo_table,
     endpoint_options,
+    retry_failed_option,
     run_asking_flow,
+    seed_option,
     settings_options,
-    text_table,
 )
 from peras.prompting import CANONICAL_ORDER
 from peras.settings import Settings
@@ -61,9 +63,9 @@ def personas() -> None:
 )
 @click.option("--temperature", type=click.FloatRange(min=0, min_open=True), default=0.7, show_default=True,
               help="Temperature of the sampled answers.")  # fmt: skip
-@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Sample i is sent with seed+i.")
+@seed_option("Sample i is sent with seed+i.")
 @click.option("--run-name", help="Name of the check run (re-using a name resumes it) [personas-SET-MODEL].")
-@click.option("--retry-failed", is_flag=True, help="Ask again the answers this run stored as unreadable or refused.")
+@retry_failed_option("Ask again the answers this run stored as unreadable or refused.")
 @ITEMS_OPTION
 @endpoint_options
 @settings_options
@@ -140,15 +142,13 @@ def print_summary(summary: dict[str, Any]) -> None:
               help="Build only this condition (repeatable) [all ten].")  # fmt: skip
 @click.option("--max-rounds", type=bounded(1), default=3, show_default=True,
               help="Rounds a condition may take: one failing its check is built again with a new sample.")  # fmt: skip
-@click.option("--seed", type=bounded(0), default=42, show_default=True,
-              help="Round r samples both steps with seed + r (and the check's sample i with seed + i).")  # fmt: skip
+@seed_option("Round r samples both steps with seed + r (and the check's sample i with seed + i).")
 @click.option("--check-samples", type=bounded(2), default=5, show_default=True,
               help="Sampled answers per BFI-2 item in each round's check.")  # fmt: skip
 @click.option("--check-temperature", type=click.FloatRange(min=0, min_open=True), default=0.7, show_default=True,
               help="Temperature of the check's sampled answers.")  # fmt: skip
 @ITEMS_OPTION
-@click.option("--retry-failed", is_flag=True,
-              help="Ask again the steps stored as unreadable or refused (resume a failed build).")  # fmt: skip
+@retry_failed_option("Ask again the steps stored as unreadable or refused (resume a failed build).")
 @endpoint_options
 @settings_options
 def build(
@@ -212,12 +212,6 @@ def print_build(summary: dict[str, Any]) -> None:
 
 
 personas.add_command(recognize)
-
-
-def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
-    """A text table, line by line."""
-    for line in text_table(headers, rows):
-        click.echo(line)
 
 
 @personas.command()

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, run_asking_flow, settings_options
+from cli.common import bounded, endpoint_options, retry_failed_option, run_asking_flow, seed_option, settings_options
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -60,7 +60,7 @@ DEFAULT_COLLECTION = "dl19"
     help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
     "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
 )
-@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the draws.")
+@seed_option("Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
     "--frequency-penalty", type=float, help="Sent with every request [the preset's: the study's 1 for Llama]."
@@ -73,11 +73,7 @@ DEFAULT_COLLECTION = "dl19"
     show_default=True,
     help="Topic rule: judged passages needed at each level 0-3.",
 )
-@click.option(
-    "--retry-failed",
-    is_flag=True,
-    help="Ask again the batches this run stored as unreadable or refused (a new run always re-asks them).",
-)
+@retry_failed_option("Ask again the batches this run stored as unreadable or refused (a new run always re-asks them).")
 @endpoint_options
 @model_preset_option
 @settings_options

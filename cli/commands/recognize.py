@@ -9,10 +9,12 @@ import click
 
 from cli.common import (
     bounded,
+    echo_table,
     endpoint_options,
+    retry_failed_option,
     run_asking_flow,
+    seed_option,
     settings_options,
-    text_table,
 )
 from peras.settings import Settings
 
@@ -25,11 +27,11 @@ DIMENSIONS = ("openness", "conscientiousness", "extraversion", "agreeableness", 
               help="Big-Five dimension to read (repeatable) [all five].")  # fmt: skip
 @click.option("--sample", type=bounded(1), default=30, show_default=True,
               help="CoT answers per personality (the same pairs under each, by a seeded hash).")  # fmt: skip
-@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Seed of the sample and the requests.")
+@seed_option("Seed of the sample and the requests.")
 @click.option("--recognizer-model", help="Model name of the recognizer [the --model / PERAS_MODEL endpoint's].")
 @click.option("--recognizer-base-url", help="Base URL of the recognizer [the --base-url endpoint's; none: embedded].")
 @click.option("--run-name", help="Name of the recognize run (re-using a name resumes it) [JUDGE_RUN-recognize-MODEL].")
-@click.option("--retry-failed", is_flag=True, help="Ask again the readings this run stored as unreadable or refused.")
+@retry_failed_option("Ask again the readings this run stored as unreadable or refused.")
 @endpoint_options
 @settings_options
 def recognize(
@@ -120,12 +122,6 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"{summary['n_traits']:,} trait judgments in {summary['traits_run_name']} "
         f"({summary['n_trait_failures']:,} failed); recognizer {summary['model']} via {summary['backend']}"
     )
-
-
-def echo_table(headers: list[str], rows: list[list[Any]]) -> None:
-    """A text table, line by line."""
-    for line in text_table(headers, rows):
-        click.echo(line)
 
 
 COMMANDS: list[click.Command] = []  # registered on `peras personas`, not on `peras`

@@ -8,8 +8,7 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, run_flow, run_tags, settings_options
-from peras.llm.constraints import ANSWER_FORMATS
+from cli.common import answer_format_option, bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 
@@ -29,11 +28,7 @@ from peras.settings import Settings
 @click.option("--priming-trials", type=bounded(1), default=20, show_default=True, help="DL19 trials.")
 @click.option("--priming-topics", type=bounded(1), help="Prime only the first N DL19 topics.")
 @click.option("--dry-run", is_flag=True, help="Print what would be asked and stop.")
-@click.option(
-    "--answer-format",
-    type=click.Choice(ANSWER_FORMATS),
-    help="auto, free or constrained for every model (an endpoints file's answer_format wins) [auto].",
-)
+@answer_format_option("auto, free or constrained for every model (an endpoints file's answer_format wins) [auto].")
 @settings_options
 def study(
     settings: Settings,

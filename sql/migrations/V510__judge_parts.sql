@@ -1,4 +1,4 @@
--- Issue 22: a judge run fanned out over hosts (flows/judge.py judge_fan_out). Each part's child flow run writes a
+-- Issue 22: a judge run fanned out over hosts (flows/judge.py, judge with parts). Each part's child flow run writes a
 -- beat every few seconds while it works; the parent takes a part whose beats stopped as lost (its host died) and
 -- runs it again elsewhere. Append-only, so that children on many hosts never conflict.
 create table if not exists judge_part_beats (

@@ -1,6 +1,6 @@
 """A judge run spread over hosts: parts run as child flow runs any worker of a pool can take, watched by the parent.
 
-The parent (flows/judge.py `judge_fan_out`) claims the run, splits it into parts (personality groups or topic
+The parent (flows/judge.py `judge` with `parts`) claims the run, splits it into parts (personality groups or topic
 groups), starts one `judge-part` flow run per part through `run_deployment`, and waits. Each child asks its part
 through the engine on its own host's endpoint, journals shards in its own directory and commits them itself
 (on a DuckLake warehouse, concurrently with the other hosts). While it works it writes a beat every
@@ -50,7 +50,8 @@ from tasks.engine.tasks import (
     store_personalities,
 )
 from tasks.judge.asking import Pairs
-from tasks.judge.tasks import JudgeRecipe, check_judge_run
+from tasks.judge.tasks import JudgeRecipe, check_judge_run, read_failure_shares
+from tasks.publish.tasks import publish_analyst_snapshot
 
 BEAT_INTERVAL_S = 5.0
 SLACK = 3.0  # a part is lost after this many times the longest beat gap (or start) seen in the run
@@ -108,13 +109,18 @@ def split_parts(personalities: list[Personality], pairs: Pairs, parts: int, spli
 
 
 @task(cache_policy=NO_CACHE)
-def check_deployment(deployment: str) -> None:
-    """The deployment the parts run as exists on the Prefect server: checked before the run is claimed, so a
-    missing one leaves nothing behind (no run, no failed status) and says what to deploy."""
+def check_spread(settings: Settings, deployment: str, retry_failed: bool) -> None:
+    """A run spread over hosts can be: not in batch mode, not a retry of failures, and the deployment the parts run
+    as exists on the Prefect server. Checked before the run is claimed, so a refusal leaves nothing behind (no run,
+    no failed status) and says what to do."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
     from prefect.settings import PREFECT_API_URL
 
+    if settings.mode == "batch":
+        raise UsageError("--mode batch is not available with --parts: a batch needs no hosts of your own")
+    if retry_failed:
+        raise UsageError("--retry-failed is not available with --parts: run it without --parts on one host")
     try:
         with get_client(sync_client=True) as client:
             client.read_deployment_by_name(deployment)
@@ -300,19 +306,18 @@ def check_part_done(settings: Settings, plan: Plan) -> None:
         raise CheckFailed(f"{left} item(s) of this part have no stored outcome; the part will be asked again")
 
 
-def ask_in_parts(
+def judge_on_hosts(
     settings: Settings,
     recipe: JudgeRecipe,
     split: tuple[int, str],
-    common: dict[str, Any],
+    asked: dict[str, Any],
     backend: str | None,
-    deployment: str,
-    max_attempts: int,
-    lost_after_s: float,
-) -> tuple[RunIdentity, list[Part]]:
-    """The parent's share of a fanned-out run: claim the run (holding its lease), split it into `split` = (parts,
-    split_by), start and watch the parts (`run_parts`; `common`: the parameters every part's flow run gets), then
-    gate the whole run. Returns the run and its parts."""
+    supervision: tuple[str, int, float],
+) -> dict[str, Any]:
+    """The parent's share of a run spread over hosts: claim the run (holding its lease), split it into `split` =
+    (parts, split_by), start and watch the parts (`run_parts`, with `supervision` = (deployment, max_attempts,
+    lost_after_s); every part's flow run gets the recipe's parameters and `asked`: limit_pairs, chunk_size,
+    personality_set), gate the whole run, publish it. Returns what the parent reports (summarize_fan_out)."""
     warehouse_id = identify_warehouse(settings)
     endpoint = remote_endpoint(settings, backend)
     config = recipe.configure(endpoint)
@@ -321,10 +326,24 @@ def ask_in_parts(
     with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
         parts = split_parts(recipe.personalities, recipe.pairs, *split)
         # one answer format for every part (remote_endpoint): each host may serve another dialect
-        common = common | {"backend": endpoint.backend, "model": endpoint.model, "answer_format": "free"}
-        done = run_parts(settings, run, parts, common, deployment, max_attempts, lost_after_s)
+        common = part_parameters(recipe, asked) | {"model": endpoint.model, "answer_format": "free"}
+        done = run_parts(settings, run, parts, common | {"backend": endpoint.backend}, *supervision)
         check_judge_run(settings, run, opaque(recipe.plan(run)), config)
-    return run, done
+    publish_analyst_snapshot(settings)
+    shares = read_failure_shares(settings, run)
+    return summarize_fan_out(run, recipe.n_planned, shares, done)
+
+
+def part_parameters(recipe: JudgeRecipe, asked: dict[str, Any]) -> dict[str, Any]:
+    """What every part's flow run (judge-part) is given of the run: the recipe's collection, settings and pool."""
+    return asked | {
+        "collection": recipe.collection_id,
+        "subset": recipe.subset_name,
+        "cot": recipe.cot,
+        "confidence_methods": recipe.methods,
+        "n_samples": recipe.n_samples,
+        "pool": recipe.pool,
+    }
 
 
 def ask_part(

@@ -81,6 +81,11 @@ class JudgeRecipe:
     n_samples: int
     gate: Gate = JUDGE_GATE
 
+    @property
+    def n_planned(self) -> int:
+        """Judgments the run is made of: pairs x personalities x CoT settings x methods."""
+        return len(self.pairs) * len(self.personalities) * len(self.cot) * len(self.methods)
+
     def configure(self, endpoint: Endpoint) -> JudgeConfig:
         """The study's defaults for remote models; short answer caps for the embedded one (recorded)."""
         return judge_config(endpoint, self.n_samples)
