@@ -295,6 +295,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     committed are skipped. The views are stored in the lake only when their files changed, in one transaction too.
     """
     on_lake = lake.in_lake(con)
+    if not on_lake and _is_current(con):  # the usual case, in one read
+        return []
     schema = (
         "create table if not exists schema_migrations "
         "(version integer primary key, name varchar not null, applied_at timestamp not null)"
@@ -319,6 +321,16 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         retrying(lambda: _dedupe_migrations(con))
     _store_views(con, force=bool(applied) and not on_lake)
     return applied
+
+
+def _is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the warehouse has every migration of this code and the views of its sql/ (migrate would do nothing)."""
+    try:
+        [(versions, fingerprint)] = run_sql(con, "warehouse/select_schema_state").fetchall()
+    except duckdb.CatalogException:  # new, or older than V535's schema_views
+        return False
+    applied = set(versions or [])
+    return fingerprint == views_fingerprint() and all(version in applied for version, _, _ in migrations())
 
 
 def _migrate_at_once(con: duckdb.DuckDBPyConnection, pending: list[tuple[int, str, Path]]) -> list[int]:
