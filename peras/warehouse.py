@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -75,6 +76,8 @@ def connect(path: Path, read_only: bool = False, wait_s: float | None = None) ->
         finally:
             con.close()
         return
+    if read_only and _is_kept(path):
+        read_only = False  # the file is open for writing in this process (kept_open): DuckDB allows one instance
     if read_only and not exists(path):
         raise UsageError(f"no warehouse at {path}: run `peras ingest sample` (or set PERAS_WAREHOUSE) first")
     if not read_only:
@@ -292,6 +295,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     committed are skipped. The views are stored in the lake only when their files changed, in one transaction too.
     """
     on_lake = lake.in_lake(con)
+    if not on_lake and _is_current(con):  # the usual case, in one read
+        return []
     schema = (
         "create table if not exists schema_migrations "
         "(version integer primary key, name varchar not null, applied_at timestamp not null)"
@@ -316,6 +321,16 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
         retrying(lambda: _dedupe_migrations(con))
     _store_views(con, force=bool(applied) and not on_lake)
     return applied
+
+
+def _is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the warehouse has every migration of this code and the views of its sql/ (migrate would do nothing)."""
+    try:
+        [(versions, fingerprint)] = run_sql(con, "warehouse/select_schema_state").fetchall()
+    except duckdb.CatalogException:  # new, or older than V535's schema_views
+        return False
+    applied = set(versions or [])
+    return fingerprint == views_fingerprint() and all(version in applied for version, _, _ in migrations())
 
 
 def _migrate_at_once(con: duckdb.DuckDBPyConnection, pending: list[tuple[int, str, Path]]) -> list[int]:
@@ -462,10 +477,50 @@ def _strip_comments(text: str) -> str:
 
 @contextmanager
 def open_migrated(path: Path, wait_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-write connection to an up-to-date warehouse."""
+    """A read-write connection to an up-to-date warehouse (inside `kept_open`, migrated when it was opened)."""
     with connect(path, read_only=False, wait_s=wait_s) as con:
-        migrate(con)
+        if not _is_kept(path):
+            migrate(con)
         yield con
+
+
+_KEPT: dict[Path, int] = {}  # warehouse files this process keeps open (kept_open), how many times over
+_KEPT_LOCK = threading.Lock()
+
+
+@contextmanager
+def kept_open(path: Path, wait_s: float | None = None) -> Iterator[None]:
+    """Keep the warehouse file open for writing, migrated, for a block of steps that run back to back (no asking,
+    no waiting in between): every connection the block opens, read-only ones included, shares this process's one
+    DuckDB instance on the file instead of attaching it (and reading its catalog) again, and `open_migrated` skips
+    the migration check, since no other process can change the file while this one holds its lock.
+
+    The lock is held for the whole block, so a block never spans an asking or anything slow (STYLE: a stage opens
+    the warehouse only for the moment it reads or publishes). A DuckLake warehouse has no lock, and other hosts
+    migrate at any time: nothing is kept there and the block's steps connect as they would without it.
+    """
+    if lake.is_lake(path):
+        yield
+        return
+    key = path.resolve()
+    with open_migrated(path, wait_s):  # the first connection: it holds the instance (and the lock) for the block
+        with _KEPT_LOCK:
+            _KEPT[key] = _KEPT.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with _KEPT_LOCK:
+                _KEPT[key] -= 1
+                if not _KEPT[key]:
+                    del _KEPT[key]
+
+
+def _is_kept(path: Path) -> bool:
+    """Whether this process keeps the file `path` open (`kept_open`)."""
+    if not _KEPT or lake.is_lake(path):
+        return False
+    with _KEPT_LOCK:
+        return path.resolve() in _KEPT
 
 
 def ensure_migrated(path: Path, wait_s: float | None = None) -> None:

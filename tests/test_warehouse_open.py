@@ -3,6 +3,8 @@ applied, not on every open (issue 35: about a second of every command's fixed co
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -10,7 +12,7 @@ import pytest
 
 from peras import warehouse
 from peras.sql import view_files
-from peras.warehouse import open_current, open_migrated
+from peras.warehouse import connect, kept_open, open_current, open_migrated
 
 pytestmark = pytest.mark.core
 
@@ -66,3 +68,32 @@ def test_a_migration_applied_recreates_the_views_even_with_the_same_files(tmp_pa
     with open_migrated(path) as con:  # that migration is applied again, then every view
         assert con.execute("select count(*) from pair_texts").fetchall() == [(0,)]
     assert stamps(path) == 2
+
+
+def other_process_opens(path: Path) -> bool:
+    """Whether another process can open the file for writing now (the lock is free)."""
+    code = "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"
+    return subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True).returncode == 0
+
+
+def test_steps_in_kept_open_share_one_migrated_open_and_free_the_file_after(tmp_path, monkeypatch):
+    path = tmp_path / "w.duckdb"
+    with open_migrated(path):
+        pass
+    checks: list[int] = []
+    migrate = warehouse.migrate
+    monkeypatch.setattr(warehouse, "migrate", lambda con: checks.append(1) or migrate(con))
+    with kept_open(path):
+        assert {path.resolve(): 1} == warehouse._KEPT
+        with open_migrated(path) as con:
+            con.execute("create table kept_steps (step integer)")
+            con.execute("insert into kept_steps values (1)")
+        with connect(path, read_only=True) as con:  # served by the kept instance (DuckDB allows one per file)
+            assert con.execute("select step from kept_steps").fetchall() == [(1,)]
+        with open_migrated(path) as con:
+            con.execute("insert into kept_steps values (2)")
+        assert not other_process_opens(path)
+    assert (checks, warehouse._KEPT, other_process_opens(path)) == ([1], {}, True)
+    with open_migrated(path) as con:  # not kept: checked again
+        assert con.execute("select list(step order by step) from kept_steps").fetchall() == [([1, 2],)]
+    assert checks == [1, 1]

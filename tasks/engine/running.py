@@ -10,6 +10,7 @@ plan (`plan`: held whole, `HeldItems`, or streamed: judge's millions) and the pl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -19,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.prompting import Personality
 from peras.settings import Settings
+from peras.warehouse import kept_open
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
@@ -171,19 +173,25 @@ def run_stage(
     with serving_endpoint(settings, backend) as endpoint:
         endpoint, config = checked_endpoint(settings, recipe, endpoint)
         claim = answered_as(recipe.claim(config), endpoint)
-        run = claim_stage_run(settings, warehouse_id, claim, endpoint)
-        with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
-            if recipe.personalities:
-                store_personalities(settings, list(recipe.personalities))
-            recipe.prepare(settings, run)
-            plan = recipe.plan(run)
-            stage = recipe.stage(config)
-            # batch mode (one way for every stage): collect, a pass, submit the next round
-            stats = ask_all(
-                settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, settings.batch_wait
-            )
-            if stats.get("n_waiting"):
-                return StageOutcome(run, endpoint, config, stats, 0)  # gated by the call that ends the run
-            planned = recipe.planned_tables(plan, config)
-            n_failures = gate_stage_run(settings, run, opaque(planned), recipe.gate)
+        # The claim and what is stored before asking run back to back, and so do the gate and the lease's release:
+        # each group attaches the warehouse file once (kept_open), which is not held while the run asks.
+        with ExitStack() as kept:
+            kept.enter_context(kept_open(settings.warehouse))
+            run = claim_stage_run(settings, warehouse_id, claim, endpoint)
+            with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
+                if recipe.personalities:
+                    store_personalities(settings, list(recipe.personalities))
+                recipe.prepare(settings, run)
+                kept.close()
+                plan = recipe.plan(run)
+                stage = recipe.stage(config)
+                # batch mode (one way for every stage): collect, a pass, submit the next round
+                stats = ask_all(
+                    settings, endpoint, run, opaque(stage), opaque(plan), chunk_size, retry_failed, settings.batch_wait
+                )
+                if stats.get("n_waiting"):
+                    return StageOutcome(run, endpoint, config, stats, 0)  # gated by the call that ends the run
+                planned = recipe.planned_tables(plan, config)
+                kept.enter_context(kept_open(settings.warehouse))  # closed after the release
+                n_failures = gate_stage_run(settings, run, opaque(planned), recipe.gate)
     return StageOutcome(run, endpoint, config, stats, n_failures)
