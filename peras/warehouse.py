@@ -27,9 +27,11 @@ import duckdb
 from peras import lake
 from peras.errors import PerasError, UsageError
 from peras.paths import SQL_DIR
-from peras.sql import run_sql, view_files
+from peras.sql import query_frame, run_sql, view_files
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from peras.settings import Settings
 
 MIGRATION_NAME = re.compile(r"^V(\d{3})__(\w+)\.sql$")
@@ -482,6 +484,13 @@ def open_migrated(path: Path, wait_s: float | None = None) -> Iterator[duckdb.Du
         if not _is_kept(path):
             migrate(con)
         yield con
+
+
+def read_frame(path: Path, name: str, params: dict[str, object] | None = None) -> pl.DataFrame:
+    """What sql/<name>.sql reads from the warehouse at `path`, as a Polars DataFrame (opened up to date)."""
+    with open_migrated(path) as con:
+        frame: pl.DataFrame = query_frame(con, name, params)
+        return frame
 
 
 _KEPT: dict[Path, int] = {}  # warehouse files this process keeps open (kept_open), how many times over

@@ -17,8 +17,8 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.metric_names import CLASSIFIER_METRIC_TITLES as METRIC_TITLES
 from peras.settings import Settings
-from peras.sql import query_frame, run_sql
-from peras.warehouse import now, open_migrated, transaction
+from peras.sql import run_sql
+from peras.warehouse import now, open_migrated, read_frame, transaction
 from tasks.shared.aggregate import VOTE_NAMES
 from tasks.shared.features import FeatureMatrix, FeatureSet
 from tasks.shared.method_titles import TITLES
@@ -111,8 +111,7 @@ def publish_results(
 @task(retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
 def load_summary(settings: Settings, classify_run_id: str) -> pl.DataFrame:
     """The clf_summary rows of one classify run."""
-    with open_migrated(settings.warehouse) as con:
-        return query_frame(con, "classify/select_summary", {"classify_run_id": classify_run_id})
+    return read_frame(settings.warehouse, "classify/select_summary", {"classify_run_id": classify_run_id})
 
 
 @task(cache_policy=NO_CACHE)

@@ -15,8 +15,8 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import query_frame, run_sql
-from peras.warehouse import open_migrated, require_collection
+from peras.sql import run_sql
+from peras.warehouse import open_migrated, read_frame, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, gate_run
 from tasks.engine.spec import RunIdentity
@@ -123,8 +123,7 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
 @task(cache_policy=NO_CACHE)
 def read_failure_shares(settings: Settings, run: RunIdentity) -> pl.DataFrame:
     """Parse-failure shares per personality, CoT setting and method over the whole run (the summary's table)."""
-    with open_migrated(settings.warehouse) as con:
-        return query_frame(con, "judge/select_failure_shares", {"run_id": run.run_id})
+    return read_frame(settings.warehouse, "judge/select_failure_shares", {"run_id": run.run_id})
 
 
 def summarize(

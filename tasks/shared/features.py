@@ -22,7 +22,7 @@ from peras.errors import CheckFailed, UsageError
 from peras.prompting import CANONICAL_ORDER as PERSONALITY_ORDER
 from peras.settings import Settings
 from peras.sql import query_frame
-from peras.warehouse import exists, open_migrated
+from peras.warehouse import exists, open_migrated, read_frame
 
 STREAM_KEYS = ["run_name", "personality", "cot", "confidence_method"]
 LEVELS = (0, 1, 2, 3)
@@ -75,8 +75,7 @@ def list_feature_streams(settings: Settings, collection: str) -> pl.DataFrame:
     """Every judgment stream of a collection, newest run first."""
     if not exists(settings.warehouse):
         raise UsageError(f"no warehouse at {settings.warehouse}: run `peras ingest` and judge or import first")
-    with open_migrated(settings.warehouse) as con:
-        return query_frame(con, "classify/select_feature_streams", {"collection_id": collection})
+    return read_frame(settings.warehouse, "classify/select_feature_streams", {"collection_id": collection})
 
 
 @task(cache_policy=NO_CACHE)
