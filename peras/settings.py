@@ -53,6 +53,9 @@ class Settings(BaseSettings):
         10.0, ge=0, description="seconds between two progress lines of a command whose output is not a terminal"
     )
     personalities_dir: Path | None = Field(None, description="extra user personality files (*.toml)")
+    stage_modules: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="your own stages' modules, comma-separated: `peras ask KIND` runs them"
+    )
 
     # LLM endpoint. base_urls: several URLs serving one model are load-balanced.
     base_urls: Annotated[list[str], NoDecode] = Field(
@@ -93,9 +96,9 @@ class Settings(BaseSettings):
     local_parallel: int = Field(1, ge=1, description="llama-server parallel slots")
     local_ctx: int = Field(8192, ge=512, description="llama-server context size (shared by slots)")
 
-    @field_validator("base_urls", mode="before")
+    @field_validator("base_urls", "stage_modules", mode="before")
     @classmethod
-    def _split_urls(cls, value: Any) -> Any:
+    def _split_lists(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value

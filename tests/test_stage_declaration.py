@@ -553,3 +553,57 @@ def test_a_build_whose_instructions_are_unreadable_says_why_and_resumes_with_ret
         resumed = build(server, "--retry-failed")
     assert resumed.exit_code == 0, resumed.err
     assert rows(settings.warehouse, "select set_name, version, status from persona_sets") == [("bset1", 1, "published")]
+
+
+def peras(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`peras ARGS` in a process of its own, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_stage_without_a_command_of_its_own_is_run_listed_and_deleted_by_peras_ask(toy_settings, tmp_path):
+    """The toy has no command and no flow: `peras ask` makes its command from its Parameters and runs it on the `ask`
+    flow; PERAS_STAGE_MODULES names it once, so that every process (`peras runs`) knows its kind."""
+    with FakeOpenAI(truthful) as server:
+        settings = toy_settings(server)
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PERAS_ENDPOINT_SLOTS_DIR": str(tmp_path / "slots")}
+        where = ["--warehouse", str(settings.warehouse)]
+        endpoint = ["--base-url", server.base_url, "--model", "fake-model"]
+        asked = peras(
+            "ask", "tests.toy_stage", "--word", "cat", "--word", "horse", "--seed", "3", *endpoint, *where, env=env
+        )
+        assert asked.returncode == 0, asked.stderr
+        assert "n_failures: 0" in asked.stdout.splitlines()
+        assert sorted(word_of(r.body) for r in server.chat_requests) == ["cat", "horse"]
+        assert {r.body["seed"] for r in server.chat_requests} == {3}
+    assert rows(settings.warehouse, "select word, n_letters, status from toy_answers order by word") == [
+        ("cat", 3, "ok"),
+        ("horse", 5, "ok"),
+    ]
+    # without the setting another process does not know the kind `toy`; with it, `peras ask toy` and `peras runs` do
+    unknown = peras("ask", "toy", "--word", "cat", *where, env=env)
+    assert (unknown.returncode, unknown.stderr.strip().splitlines()[-1]) == (
+        2,
+        "error: no stage 'toy' to ask: give a kind (none) or the dotted name of a stage module of your own "
+        "(docs/architecture.md, 'Adding an LLM stage')",
+    )
+    env["PERAS_STAGE_MODULES"] = "tests.toy_stage"
+    helped = peras("ask", "toy", "--help", env=env)
+    assert helped.returncode == 0 and "--word TEXT" in helped.stdout and "--retry-failed" in helped.stdout
+    missing = peras("ask", "toy", *where, env=env)
+    assert missing.returncode == 2 and "Missing option '--word'" in missing.stderr
+    listed = peras("runs", "list", "--kind", "toy", *where, env=env)
+    assert listed.returncode == 0, listed.stderr
+    (line,) = listed.stdout.splitlines()[1:]
+    assert line.split()[:3] == ["toy", "toy", "fake-model"] and " published " in line
+    deleted = peras("runs", "delete", "toy", "--kind", "toy", "--yes", *where, env=env)
+    assert deleted.returncode == 0, deleted.stderr
+    assert rows(settings.warehouse, "select (select count(*) from toy_runs), (select count(*) from toy_answers)") == [
+        (0, 0)
+    ]

@@ -1,7 +1,8 @@
 """A throwaway LLM stage built only from a declaration, the way docs/architecture.md says to add one.
 
 It asks how many letters a word has. Everything around the asking (its tables, run claim and resume, journal,
-merge, history of replaced failures, gate, status, `peras runs`) comes from the engine; this file is all the stage
+merge, history of replaced failures, gate, status, `peras runs`) comes from the engine, its flow and command from
+`peras ask` (flows/ask.py, cli/commands/ask.py: `peras ask tests.toy_stage --word cat`); this file is all the stage
 is. tests/test_stage_declaration.py runs it end to end against the scripted server, in this process and in a child
 process it kills (`python -m tests.toy_stage WAREHOUSE BASE_URL WORD...`).
 """
@@ -10,16 +11,16 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-from prefect import flow
 
+from flows.ask import ask
 from peras.settings import Settings, load_settings
 from tasks.engine.endpoint import Endpoint
-from tasks.engine.running import HeldItems, run_stage
+from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import Answer, Ask, AskFn, ParsedValue, RunIdentity
 from tasks.engine.stage import StageDeclaration, columns, declare
@@ -118,15 +119,34 @@ class ToyRecipe(HeldItems):
         """Nothing is stored before asking."""
 
 
-@flow(name="toy")
+DECLARATION = TOY  # what `peras ask tests.toy_stage` (and PERAS_STAGE_MODULES=tests.toy_stage) finds
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """What a toy call takes: each field an option of `peras ask tests.toy_stage`."""
+
+    words: list[str] = field(metadata={"option": "--word", "help": "A word to ask about (repeatable)."})
+    run_name: str = field(default="toy", metadata={"help": "Name of the run (re-using a name resumes it)."})
+    seed: int = field(default=0, metadata={"help": "Seed sent with every request."})
+
+
+def recipe(settings: Settings, parameters: Parameters) -> ToyRecipe:
+    """The recipe of one call: every word planned."""
+    return ToyRecipe(parameters.run_name, parameters.seed, [WordItem(word) for word in parameters.words])
+
+
+def summarize(outcome: StageOutcome[int], parameters: Parameters) -> dict[str, Any]:
+    """The run and the engine's counts."""
+    return {"run_id": outcome.run.run_id, "n_failures": outcome.n_failures, **outcome.stats}
+
+
 def toy(
     words: list[str], run_name: str = "toy", seed: int = 0, retry_failed: bool = False, settings: Settings | None = None
 ) -> dict[str, Any]:
-    """Ask every word's length; gate; publish."""
-    settings = settings or load_settings()
-    planned = [WordItem(word) for word in words]
-    outcome = run_stage(settings, ToyRecipe(run_name, seed, planned), None, 2, retry_failed)
-    return {"run_id": outcome.run.run_id, "n_failures": outcome.n_failures, **outcome.stats}
+    """Ask every word's length; gate; publish: the `ask` flow, as `peras ask tests.toy_stage --word ...` runs it."""
+    given = {"words": list(words), "run_name": run_name, "seed": seed}
+    return ask("tests.toy_stage", given, chunk_size=2, retry_failed=retry_failed, settings=settings)
 
 
 def main() -> None:

@@ -22,4 +22,5 @@ COMMAND_MODULES = [
     "fuse",
     "evaluate",
     "batch",
+    "ask",
 ]

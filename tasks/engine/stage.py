@@ -104,6 +104,7 @@ class StageDeclaration:
     owned_tables: tuple[str, ...] = ()
     differs: str = "settings"
     run_name: str = "{kind}-{model}"
+    command: str | None = None
 
     def __post_init__(self) -> None:
         for name in (self.kind, self.runs_table, self.run_id, self.answers_table, self.time_column):
@@ -118,6 +119,8 @@ class StageDeclaration:
         unknown = [name for name in (*self.failure_group, *self.item_name[1]) if name not in known]
         if unknown:
             raise ValueError(f"stage {self.kind}: failure_group/item_name name unknown columns {unknown}")
+        if self.command not in (None, "ask"):
+            raise ValueError(f"stage {self.kind}: command may only be 'ask' (a stage with no command of its own)")
 
     @cached_property
     def context(self) -> dict[str, Any]:
@@ -203,7 +206,7 @@ STAGE_FILE = "stage.toml"
 FIELDS = {
     "kind", "label", "runs_table", "run_id", "fixed", "created", "answers_table", "history_table", "keys", "planned",
     "values", "run_columns", "time_column", "failure_group", "failure_label", "item_format", "item_columns", "items",
-    "token_caps", "checks", "batch", "own_sql", "owned_tables", "differs", "run_name",
+    "token_caps", "checks", "batch", "own_sql", "owned_tables", "differs", "run_name", "command",
 }  # fmt: skip
 
 
@@ -252,8 +255,29 @@ def declarations() -> list[StageDeclaration]:
     return [_DECLARED[kind] for kind in sorted(_DECLARED)]
 
 
+def imported_stage_modules(names: list[str]) -> dict[str, str]:
+    """Import the stage modules of your own package named in the setting `stage_modules` (each declares its stage,
+    `DECLARATION`), once per process; their kinds and module names."""
+    import importlib
+
+    from peras.errors import UsageError
+
+    found: dict[str, str] = {}
+    for name in names:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            raise UsageError(f"stage module {name!r} (setting stage_modules) cannot be imported: {exc}") from exc
+        declared = getattr(module, "DECLARATION", None)
+        if not isinstance(declared, StageDeclaration):
+            raise UsageError(f"stage module {name!r} (setting stage_modules) has no DECLARATION (a StageDeclaration)")
+        found[declare(declared).kind] = name
+    return found
+
+
 def discover() -> None:
-    """Read every `tasks/<stage>/stage.toml` (and `tasks/<stage>/<kind>.stage.toml`, a folder's second stage)."""
+    """Read every `tasks/<stage>/stage.toml` (and `tasks/<stage>/<kind>.stage.toml`, a folder's second stage), then
+    import the stage modules the settings name (`stage_modules`: PERAS_STAGE_MODULES or the config file), once."""
     import tasks
 
     for root in tasks.__path__:
@@ -262,3 +286,11 @@ def discover() -> None:
                 found = load_declaration(path)
                 _DECLARED.setdefault(found.kind, found)
                 _READ.add(path)
+    if not _CONFIGURED_READ:
+        from peras.settings import load_settings
+
+        imported_stage_modules(load_settings().stage_modules)
+        _CONFIGURED_READ.append(True)
+
+
+_CONFIGURED_READ: list[bool] = []  # whether discover has imported the configured stage modules (once a process)
