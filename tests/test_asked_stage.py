@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from cli.commands.ask import parameter_options
 from peras.errors import UsageError
 from peras.settings import load_settings
+from tasks.engine import stage
 from tasks.engine.asked import asked_parameters, asked_stage, asked_stage_modules
 from tasks.engine.stage import declare
 from tests import toy_stage
@@ -84,7 +85,8 @@ def test_a_stage_is_found_by_kind_or_module_and_its_parameters_checked():
         asked_stage(settings, "tests.helpers")
 
 
-def test_a_declared_kind_with_command_ask_is_its_tasks_module():
+def test_a_declared_kind_with_command_ask_is_its_tasks_module(monkeypatch):
+    monkeypatch.setattr(stage, "_DECLARED", dict(stage._DECLARED))  # the made-up kind goes with the test
     declare(dataclasses.replace(toy_stage.TOY, kind="letters", command="ask"))
     assert asked_stage_modules(load_settings())["letters"] == "tasks.letters.tasks"
     with pytest.raises(UsageError, match=r"stage module 'tasks.letters.tasks' cannot be imported"):
