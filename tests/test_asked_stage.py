@@ -93,3 +93,11 @@ def test_a_declared_kind_with_command_ask_is_its_tasks_module(monkeypatch):
         asked_stage(load_settings(), "letters")
     with pytest.raises(ValueError, match="command may only be 'ask'"):
         dataclasses.replace(toy_stage.TOY, command="judge")
+
+
+def test_a_stage_of_your_own_may_not_stand_in_for_one_of_peras(monkeypatch):
+    monkeypatch.setattr(stage, "_DECLARED", dict(stage._DECLARED))
+    judge = stage.declaration("judge")
+    with pytest.raises(ValueError, match=r"stage kind 'judge' is one of PERAS's own: declare your stage under another"):
+        declare(dataclasses.replace(toy_stage.TOY, kind="judge"))
+    assert stage.declaration("judge") is judge

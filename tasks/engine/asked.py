@@ -47,6 +47,8 @@ def asked_stage(settings: Settings, name: str) -> ModuleType:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise UsageError(f"stage module {module_name!r} cannot be imported ({exc}): is its package installed?") from exc
+    except ValueError as exc:  # it declares a kind of PERAS's own (tasks/engine/stage.py, declare)
+        raise UsageError(f"stage module {module_name!r}: {exc}") from exc
     missing = [attr for attr in NEEDED if not hasattr(module, attr)]
     if missing or not dataclasses.is_dataclass(getattr(module, "Parameters", None)):
         raise UsageError(

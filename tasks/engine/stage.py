@@ -235,7 +235,11 @@ def load_declaration(path: Path) -> StageDeclaration:
 
 
 def declare(declaration: StageDeclaration) -> StageDeclaration:
-    """Register a stage built in code (a test's); declaring the same kind again replaces it."""
+    """Register a stage built in code (a test's, a stage of your own package); declaring the same kind again replaces
+    it, but a kind one of PERAS's own stage files declares is refused (a module may not stand in for the judge)."""
+    discover_files()
+    if declaration.kind in _FROM_FILES and _DECLARED.get(declaration.kind) is not declaration:
+        raise ValueError(f"stage kind {declaration.kind!r} is one of PERAS's own: declare your stage under another")
     _DECLARED[declaration.kind] = declaration
     return declaration
 
@@ -257,16 +261,17 @@ def declarations() -> list[StageDeclaration]:
 
 def imported_stage_modules(names: list[str]) -> dict[str, str]:
     """Import the stage modules of your own package named in the setting `stage_modules` (each declares its stage,
-    `DECLARATION`), once per process; their kinds and module names."""
+    `DECLARATION`); their kinds and module names. A kind PERAS's own stages declare is refused."""
     import importlib
 
     from peras.errors import UsageError
 
+    discover_files()
     found: dict[str, str] = {}
     for name in names:
         try:
             module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
+        except (ModuleNotFoundError, ValueError) as exc:  # ValueError: it declares a kind of PERAS's own (declare)
             raise UsageError(f"stage module {name!r} (setting stage_modules) cannot be imported: {exc}") from exc
         declared = getattr(module, "DECLARATION", None)
         if not isinstance(declared, StageDeclaration):
@@ -278,14 +283,7 @@ def imported_stage_modules(names: list[str]) -> dict[str, str]:
 def discover() -> None:
     """Read every `tasks/<stage>/stage.toml` (and `tasks/<stage>/<kind>.stage.toml`, a folder's second stage), then
     import the stage modules the settings name (`stage_modules`: PERAS_STAGE_MODULES or the config file), once."""
-    import tasks
-
-    for root in tasks.__path__:
-        for path in sorted(Path(root).glob(f"*/*{STAGE_FILE}")):
-            if path not in _READ:
-                found = load_declaration(path)
-                _DECLARED.setdefault(found.kind, found)
-                _READ.add(path)
+    discover_files()
     if not _CONFIGURED_READ:
         from peras.settings import load_settings
 
@@ -293,4 +291,18 @@ def discover() -> None:
         _CONFIGURED_READ.append(True)
 
 
+def discover_files() -> None:
+    """Read every `tasks/<stage>/stage.toml` (and `tasks/<stage>/<kind>.stage.toml`) not read yet."""
+    import tasks
+
+    for root in tasks.__path__:
+        for path in sorted(Path(root).glob(f"*/*{STAGE_FILE}")):
+            if path not in _READ:
+                found = load_declaration(path)
+                _DECLARED.setdefault(found.kind, found)
+                _FROM_FILES.add(found.kind)
+                _READ.add(path)
+
+
+_FROM_FILES: set[str] = set()  # the kinds PERAS's own stages declare in their files
 _CONFIGURED_READ: list[bool] = []  # whether discover has imported the configured stage modules (once a process)
