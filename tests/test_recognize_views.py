@@ -155,7 +155,7 @@ def test_the_report_reads_each_published_run_with_its_verdicts_and_evidence(con)
 
 
 def test_the_command_says_when_default_does_not_read_mostly_uncertain(capsys):
-    from cli.commands.recognize import print_summary
+    from cli.commands.personas import print_recognized as print_summary
 
     accuracy = {"n_recognised": 7, "n_personas": 10, "accuracy": 0.7, "default_share_uncertain": 0.25,
                 "is_default_mostly_uncertain": False}  # fmt: skip
