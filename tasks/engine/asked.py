@@ -16,13 +16,12 @@ imported; the setting `stage_modules` (PERAS_STAGE_MODULES, comma-separated) nam
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from types import ModuleType
 from typing import Any
 
 from peras.errors import UsageError
 from peras.settings import Settings
-from tasks.engine.stage import declarations, imported_stage_modules
+from tasks.engine.stage import declarations, import_stage_module, imported_stage_modules
 
 NEEDED = ("Parameters", "recipe", "summarize")
 
@@ -43,12 +42,7 @@ def asked_stage(settings: Settings, name: str) -> ModuleType:
             f"no stage {name!r} to ask: give a kind ({choices}) or the dotted name of a stage module of your own "
             "(docs/architecture.md, 'Adding an LLM stage')"
         )
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise UsageError(f"stage module {module_name!r} cannot be imported ({exc}): is its package installed?") from exc
-    except ValueError as exc:  # it declares a kind of PERAS's own (tasks/engine/stage.py, declare)
-        raise UsageError(f"stage module {module_name!r}: {exc}") from exc
+    module = import_stage_module(module_name)
     missing = [attr for attr in NEEDED if not hasattr(module, attr)]
     if missing or not dataclasses.is_dataclass(getattr(module, "Parameters", None)):
         raise UsageError(

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from peras.sql import identifier, render_sql, run_sql, statements
@@ -262,22 +263,33 @@ def declarations() -> list[StageDeclaration]:
 def imported_stage_modules(names: list[str]) -> dict[str, str]:
     """Import the stage modules of your own package named in the setting `stage_modules` (each declares its stage,
     `DECLARATION`); their kinds and module names. A kind PERAS's own stages declare is refused."""
-    import importlib
-
     from peras.errors import UsageError
 
     discover_files()
     found: dict[str, str] = {}
     for name in names:
-        try:
-            module = importlib.import_module(name)
-        except (ModuleNotFoundError, ValueError) as exc:  # ValueError: it declares a kind of PERAS's own (declare)
-            raise UsageError(f"stage module {name!r} (setting stage_modules) cannot be imported: {exc}") from exc
+        module = import_stage_module(name, " (setting stage_modules)")
         declared = getattr(module, "DECLARATION", None)
         if not isinstance(declared, StageDeclaration):
             raise UsageError(f"stage module {name!r} (setting stage_modules) has no DECLARATION (a StageDeclaration)")
         found[declare(declared).kind] = name
     return found
+
+
+def import_stage_module(name: str, named_by: str = "") -> ModuleType:
+    """The stage module `name`, imported; one line if it cannot be: its package is not installed, or it declares a
+    kind of PERAS's own (`declare`). `named_by` says where the name came from, for that line."""
+    import importlib
+
+    from peras.errors import UsageError
+
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        hint = "is its package installed?"
+        raise UsageError(f"stage module {name!r}{named_by} cannot be imported ({exc}): {hint}") from exc
+    except ValueError as exc:
+        raise UsageError(f"stage module {name!r}{named_by}: {exc}") from exc
 
 
 def discover() -> None:
