@@ -97,8 +97,9 @@ class LoopStats:
 def sample_jobs(warehouse: Path, n_pairs: int, shuffle_seed: int | None = None) -> list[Job]:
     """Every personality x the first n sample pairs as peras loads them, in peras's order (or shuffled)."""
     with connect(warehouse, read_only=True) as con:  # the judge stage's own query, in its order
-        rows = run_sql(con, "judge/select_pairs", {"collection_id": "sample", "subset_name": None}).fetchall()
-    jobs = [Job(p, query, passage) for p in select_personalities(None) for _, _, query, passage, _ in rows[:n_pairs]]
+        params = {"collection_id": "sample", "subset_name": None, "limit_pairs": n_pairs}
+        rows = run_sql(con, "judge/select_pairs", params).fetchall()
+    jobs = [Job(p, query, passage) for p in select_personalities(None) for _, _, query, passage, _ in rows]
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(jobs)
     return jobs

@@ -69,8 +69,9 @@ def ingest(env: dict[str, str]) -> None:
 def dl19_pairs(warehouse: Path, n_pairs: int) -> list[tuple[str, str]]:
     """The first n DL19 pairs' query and passage texts, in the judge stage's order."""
     with connect(warehouse, read_only=True) as con:
-        rows = run_sql(con, "judge/select_pairs", {"collection_id": "dl19", "subset_name": None}).fetchall()
-    return [(query, passage) for _, _, query, passage, _ in rows[:n_pairs]]
+        params = {"collection_id": "dl19", "subset_name": None, "limit_pairs": n_pairs}
+        rows = run_sql(con, "judge/select_pairs", params).fetchall()
+    return [(query, passage) for _, _, query, passage, _ in rows]
 
 
 async def bare_loop(url: str, pairs: list[tuple[str, str]], concurrency: int) -> dict[str, float]:

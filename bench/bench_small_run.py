@@ -48,8 +48,9 @@ def peras_args(base_url: str, pairs: int, run_name: str) -> list[str]:
 def export_pairs(warehouse: Path, n_pairs: int, out: Path) -> None:
     """The first `n_pairs` DL19 pairs in PERAS's order, as the peers read them (query and passage text)."""
     with connect(warehouse, read_only=True) as con:
-        rows = run_sql(con, "judge/select_pairs", {"collection_id": "dl19", "subset_name": None}).fetchall()
-    lines = [json.dumps({"query": q, "passage": p}) for _, _, q, p, _ in rows[:n_pairs]]
+        params = {"collection_id": "dl19", "subset_name": None, "limit_pairs": n_pairs}
+        rows = run_sql(con, "judge/select_pairs", params).fetchall()
+    lines = [json.dumps({"query": q, "passage": p}) for _, _, q, p, _ in rows]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

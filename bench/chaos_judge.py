@@ -384,7 +384,8 @@ def check(name: str, problems: list[Any], **facts: Any) -> dict[str, Any]:
 
 def planned_items(con: Any, spec: RunSpec) -> pl.DataFrame:
     """The run's planned items: the first limit pairs (as the judge flow orders them) x settings."""
-    pairs = run_sql(con, "judge/select_pairs", {"collection_id": "sample", "subset_name": None}).fetchall()
+    params = {"collection_id": "sample", "subset_name": None, "limit_pairs": None}
+    pairs = run_sql(con, "judge/select_pairs", params).fetchall()
     return pl.DataFrame(
         [
             {"query_id": q, "doc_id": d, "personality": p, "cot": c, "confidence_method": m}

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
-from peras import lake
+from peras import file_instances, lake
 from peras.errors import PerasError, UsageError
 from peras.paths import SQL_DIR
 from peras.sql import query_frame, run_sql, view_files
@@ -91,7 +91,10 @@ def connect(path: Path, read_only: bool = False, wait_s: float | None = None) ->
     try:
         yield con
     finally:
-        con.close()
+        try:
+            con.close()
+        finally:
+            file_instances.release(path, read_only)  # the last connection's: the file detached, its lock let go
 
 
 def _open_lake(target: str, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -152,21 +155,11 @@ def _attach_file(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
     growing llm_requests made each shard load's checkpoint cost memory in proportion to the run (peak RSS of a
     50,930-judgment run 695 MB, 531 MB with this alone; docs/scaling.md, "Memory of a run"). The option holds
     per attach, not per file, so every connection PERAS opens attaches this way. Connections of one process to one
-    file (and mode) share one in-memory instance, as `duckdb.connect(path)` shares its instance: DuckDB refuses a
-    second instance on a file.
+    file (and mode) share one DuckDB instance, kept by the process (peras/file_instances.py): DuckDB refuses a
+    second instance on a file. temp_directory: where a file database spills.
     """
-    instance = f":memory:peras:{'ro' if read_only else 'rw'}:{path.resolve()}"
-    # temp_directory: where a file database spills. No progress bar: DuckDB draws one on stdout for any statement over
-    # 2 s, into a command's output (a judge run's gate over millions of judgments; peras/lake.py says the same).
-    con = duckdb.connect(instance, config={"temp_directory": f"{path}.tmp"})
-    try:
-        con.execute("set enable_progress_bar = false")
-        con.execute(attach_statement(path, read_only))
-        con.execute(f"use {FILE_ALIAS}")
-    except BaseException:
-        con.close()
-        raise
-    return con
+    config: file_instances.Config = {"temp_directory": f"{path}.tmp"}
+    return file_instances.acquire(path, read_only, config, attach_statement(path, read_only), FILE_ALIAS)
 
 
 def attach_statement(path: Path, read_only: bool) -> str:

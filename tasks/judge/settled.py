@@ -75,8 +75,8 @@ def settled(
         identity = RunIdentity(str(warehouse_id), "judge", run_id, name, config.model, config.backend)
         if any(shard_files(shard_dir(settings.shards, identity)).values()):
             return None
-        rows = run_sql(con, "judge/select_pairs", {"collection_id": collection, "subset_name": subset}).fetchall()
-        rows = rows[:limit_pairs] if limit_pairs else rows
+        params = {"collection_id": collection, "subset_name": subset, "limit_pairs": limit_pairs or None}
+        rows = run_sql(con, "judge/select_pairs", params).fetchall()
         pairs = {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
         plan = JudgePlan(run_id, pairs, [p.code for p in personalities], cot, methods)
         if plan.count(lambda sql, params: run_sql(con, sql, params).fetchall()):

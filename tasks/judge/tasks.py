@@ -40,15 +40,15 @@ def load_pairs(
     pairs of that judge-run pool instead (top-K passages of run files that no human judged, sql/judge_run).
     `topics` keeps the pairs of those queries only, after the limit (a part of a fanned-out run, which must plan
     exactly what the whole run planned)."""
-    params = {"collection_id": collection_id, "subset_name": subset_name}
+    first = {"limit_pairs": limit or None}  # 0 or none: all of them
     with open_migrated(settings.warehouse) as con:
         require_collection(con, collection_id, subset_name)
         if pool is None:
+            params = {"collection_id": collection_id, "subset_name": subset_name} | first
             rows = run_sql(con, "judge/select_pairs", params).fetchall()
         else:
-            pool_params = {"collection_id": collection_id, "pool_id": pool}
+            pool_params = {"collection_id": collection_id, "pool_id": pool} | first
             rows = run_sql(con, "judge_run/select_pool_pairs", pool_params).fetchall()
-    rows = rows[:limit] if limit else rows
     keep = None if topics is None else set(topics)
     return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows if keep is None or q in keep}
 
