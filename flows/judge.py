@@ -7,9 +7,10 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
+from peras.warehouse import kept_open
 from tasks.engine.running import run_stage
 from tasks.engine.shards import ROWS_PER_SHARD
-from tasks.judge.fan_out import ask_part, check_spread, judge_on_hosts, part_settings
+from tasks.judge.fan_out import check_spread, judge_on_hosts
 from tasks.judge.runs import check_methods
 from tasks.judge.tasks import JudgeRecipe, load_pairs, publish_judge_artifact, read_failure_shares, summarize
 from tasks.publish.tasks import publish_analyst_snapshot
@@ -72,44 +73,9 @@ def judge(
     outcome = run_stage(settings, recipe, backend, chunk_size, retry_failed)
     if outcome.n_waiting:  # batch mode: answers still out (docs/batch.md); a later call gates
         return outcome.waiting(recipe.n_planned)
-    publish_analyst_snapshot(settings)
-    shares = read_failure_shares(settings, outcome.run)
+    with kept_open(settings.warehouse):  # the summary's table and the snapshot: one opening of the file
+        shares = read_failure_shares(settings, outcome.run)
+        publish_analyst_snapshot(settings)
     summary = summarize(outcome.run, outcome.endpoint, recipe.n_planned, outcome.stats, shares)
     publish_judge_artifact(summary, shares)
     return summary
-
-
-@flow(name="judge-part", flow_run_name="judge-part-{collection}-{part}", log_prints=True)
-def judge_part(
-    collection: str,
-    run_name: str,
-    part: str,
-    model: str,
-    attempt: int = 1,
-    personalities: list[str] | None = None,
-    topics: list[str] | None = None,
-    subset: str | None = None,
-    cot: list[bool] | None = None,
-    confidence_methods: list[str] | None = None,
-    limit_pairs: int | None = None,
-    chunk_size: int = ROWS_PER_SHARD,
-    n_samples: int = 10,
-    backend: str | None = None,
-    pool: str | None = None,
-    personality_set: str | None = None,
-    answer_format: str | None = None,
-    settings: Settings | None = None,
-) -> dict[str, Any]:
-    """One part of a judge run spread over hosts (started by the judge flow with `parts`), on this worker's endpoint
-    (PERAS_BASE_URLS): asks what the part lacks, commits it, beats while it works; the parent gates and publishes the
-    run. attempt: the parent's count of starts of this part; once it starts a newer one, this attempt's commits are
-    refused."""
-    settings = part_settings(settings or load_settings(model=model, answer_format=answer_format), part, attempt)
-    if answer_format is not None:
-        settings = settings.model_copy(update={"answer_format": answer_format})
-    cot_settings = [False, True] if cot is None else cot
-    methods = check_methods(confidence_methods)
-    chosen = choose_personalities(settings, personalities, personality_set)
-    pairs = load_pairs(settings, collection, subset, limit_pairs, pool, topics)
-    recipe = JudgeRecipe(collection, subset, run_name, pool, chosen, pairs, cot_settings, methods, n_samples)
-    return ask_part(settings, recipe, part, attempt, backend, chunk_size)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from cli.main import cli
@@ -107,3 +110,35 @@ def test_a_number_past_64_bits_is_a_usage_error_before_any_flow_run(capsys, args
     )
     with get_client(sync_client=True) as client:
         assert client.count_flow_runs() == before
+
+
+@pytest.mark.core
+def test_a_flow_run_records_its_parameters_as_prefect_would_without_importing_fastapi(monkeypatch, tmp_path):
+    """cli.common.recorded_parameters: what Flow.serialize_parameters (FastAPI's jsonable_encoder) records, for the
+    types commands pass, settings included (an API key is never a field: only the name of its variable)."""
+    from pathlib import Path
+
+    from cli.common import recorded_parameters
+    from flows.judge import judge
+    from peras.settings import load_settings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-recorded")
+    settings = load_settings(warehouse=tmp_path / "w.duckdb", base_urls=["http://a:1/v1", "http://b:2/v1"])
+    parameters = {
+        "collection": "dl19", "subset": None, "personalities": ["default", "O+"], "cot": [False, True],
+        "limit_pairs": 400, "n_samples": 10, "retry_failed": False, "settings": settings, "lost_after_s": 60.0,
+        "pool": Path("/x/y"), "tags": {"stage": "judge", "n": [1, 2.5, None]},
+    }  # fmt: skip
+    recorded = recorded_parameters(judge, parameters)
+    assert recorded == judge.serialize_parameters(parameters)
+    assert recorded["settings"]["warehouse"] == str(tmp_path / "w.duckdb")
+    assert "sk-not-recorded" not in repr(recorded)
+    assert recorded_parameters(judge, {"odd": {1: "a"}}) == judge.serialize_parameters({"odd": {1: "a"}})
+    code = (
+        "import sys\nfrom cli.common import recorded_parameters\nfrom flows.judge import judge\n"
+        "from peras.settings import load_settings\n"
+        "recorded_parameters(judge, {'settings': load_settings(), 'cot': [True], 'pool': None})\n"
+        "print('fastapi' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

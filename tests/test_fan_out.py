@@ -398,7 +398,7 @@ def test_a_superseded_attempt_commits_nothing_and_the_current_one_completes(lake
     """Issue 36 item 7: a part taken for lost while its host was alive (beats late on a loaded machine) was started
     again and both attempts committed. Each start is the part's current attempt now: an older attempt's commits are
     refused in the load's own transaction, and nothing of it lands; the current attempt completes the part."""
-    from flows.judge import judge_part
+    from flows.judge_part import judge_part
     from peras.settings import load_settings
     from tasks.engine.shards import Superseded
     from tasks.engine.spec import RunIdentity

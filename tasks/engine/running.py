@@ -169,7 +169,6 @@ def run_stage(
     (settings.batch_wait: poll until then). The run is 'running' while it asks and 'failed' (with the reason) or
     'failed_check' if anything here fails.
     """
-    warehouse_id = identify_warehouse(settings)
     with serving_endpoint(settings, backend) as endpoint:
         endpoint, config = checked_endpoint(settings, recipe, endpoint)
         claim = answered_as(recipe.claim(config), endpoint)
@@ -177,6 +176,7 @@ def run_stage(
         # each group attaches the warehouse file once (kept_open), which is not held while the run asks.
         with ExitStack() as kept:
             kept.enter_context(kept_open(settings.warehouse))
+            warehouse_id = identify_warehouse(settings)
             run = claim_stage_run(settings, warehouse_id, claim, endpoint)
             with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
                 if recipe.personalities:
