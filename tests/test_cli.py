@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import click
 import pytest
 
 from cli.main import cli
@@ -12,7 +13,7 @@ from tests.helpers import run_cli
 
 
 @pytest.mark.core
-@pytest.mark.parametrize("name", sorted(cli.commands))
+@pytest.mark.parametrize("name", cli.list_commands(click.Context(cli)))
 def test_every_command_has_help_with_an_example(capsys, name):
     result = run_cli(capsys, name, "--help")
     assert result.exit_code == 0
@@ -23,7 +24,7 @@ def test_every_command_has_help_with_an_example(capsys, name):
 def test_group_help_lists_every_command(capsys):
     result = run_cli(capsys, "--help")
     assert result.exit_code == 0
-    for name in cli.commands:
+    for name in cli.list_commands(click.Context(cli)):
         assert name in result.out
 
 
@@ -142,3 +143,27 @@ def test_a_flow_run_records_its_parameters_as_prefect_would_without_importing_fa
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.core
+def test_each_command_is_found_in_the_module_that_names_it_and_only_its_module_is_imported():
+    """cli.commands.COMMAND_MODULES is every command of every command module, exactly; `peras judge` imports
+    cli.commands.judge and no other command's module."""
+    import importlib
+    import pkgutil
+
+    import cli.commands
+    from cli.commands import COMMAND_MODULES
+
+    found = {}
+    for module in pkgutil.iter_modules(cli.commands.__path__):
+        for command in importlib.import_module(f"cli.commands.{module.name}").COMMANDS:
+            found[command.name] = module.name
+    assert found == COMMAND_MODULES
+    code = (
+        "import sys\nfrom cli.main import cli\nimport click\n"
+        "cli.get_command(click.Context(cli), 'judge')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('cli.commands.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['cli.commands.judge']"
