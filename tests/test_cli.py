@@ -167,3 +167,15 @@ def test_each_command_is_found_in_the_module_that_names_it_and_only_its_module_i
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['cli.commands.judge']"
+
+
+@pytest.mark.core
+def test_the_judge_command_s_modules_import_neither_polars_nor_jinja():
+    """What `peras judge` imports to run a flow (its command, the settled check, the flow and its tasks) leaves Polars
+    (~0.1 s) to the stages that analyse; Jinja2 is imported only to render a template not rendered before."""
+    code = (
+        "import sys\nimport cli.main, cli.commands.judge, cli.preflight, tasks.judge.settled, flows.judge\n"
+        "print(sorted(m for m in ('polars', 'jinja2', 'fastapi') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

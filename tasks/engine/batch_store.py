@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 
 from peras.errors import InputError, UsageError, clip
 from peras.llm.batches import DONE_STATUSES, BatchAPI, OutputLine, input_line, read_output_line, split_lines
@@ -137,17 +137,15 @@ def record_batch(
     keep_body: bool,
 ) -> None:
     """A submitted batch and its lines, in one transaction."""
-    frame = pl.DataFrame(
+    frame = pa.table(
         {
-            "batch_id": [batch_id] * len(custom_ids),
-            "custom_id": custom_ids,
-            "request_id": [pending[c][0] for c in custom_ids],
-            "attempt": [pending[c][1] for c in custom_ids],
-            "body": [json.dumps(pending[c][2]) if keep_body else None for c in custom_ids],
-        },
-        schema={"batch_id": pl.String, "custom_id": pl.String, "request_id": pl.String, "attempt": pl.Int32,
-                "body": pl.String},
-    )  # fmt: skip
+            "batch_id": pa.array([batch_id] * len(custom_ids), pa.string()),
+            "custom_id": pa.array(custom_ids, pa.string()),
+            "request_id": pa.array([pending[c][0] for c in custom_ids], pa.string()),
+            "attempt": pa.array([pending[c][1] for c in custom_ids], pa.int32()),
+            "body": pa.array([json.dumps(pending[c][2]) if keep_body else None for c in custom_ids], pa.string()),
+        }
+    )
     params = {
         "batch_id": batch_id,
         "run_id": identity.run_id,
@@ -163,7 +161,7 @@ def record_batch(
 
     def write() -> None:
         with open_migrated(settings.warehouse) as con:
-            con.register("submitted_lines", frame.to_arrow())
+            con.register("submitted_lines", frame)
             with transaction(con):
                 run_sql(con, "engine/batch/insert_batch", params)
                 run_sql(con, "engine/batch/insert_batch_requests")
@@ -216,22 +214,20 @@ def store_lines(
     done: bool,
 ) -> None:
     """A batch's status, and when it has ended its lines, collected in one transaction."""
-    frame = pl.DataFrame(
+    frame = pa.table(
         {
-            "custom_id": [line.custom_id for line in lines],
-            "status_code": [line.status_code for line in lines],
-            "body": [json.dumps(line.body) if line.body is not None else None for line in lines],
-            "error_code": [line.error_code for line in lines],
-            "error_message": [line.error_message for line in lines],
-        },
-        schema={"custom_id": pl.String, "status_code": pl.Int32, "body": pl.String, "error_code": pl.String,
-                "error_message": pl.String},
-    )  # fmt: skip
+            "custom_id": pa.array([line.custom_id for line in lines], pa.string()),
+            "status_code": pa.array([line.status_code for line in lines], pa.int32()),
+            "body": pa.array([json.dumps(line.body) if line.body is not None else None for line in lines], pa.string()),
+            "error_code": pa.array([line.error_code for line in lines], pa.string()),
+            "error_message": pa.array([line.error_message for line in lines], pa.string()),
+        }
+    )
     at = now()
 
     def write() -> None:
         with open_migrated(settings.warehouse) as con:
-            con.register("collected_lines", frame.to_arrow())
+            con.register("collected_lines", frame)
             with transaction(con):
                 run_sql(
                     con,
@@ -343,9 +339,14 @@ def _refuse_answered(settings: Settings, requests: dict[str, str], where: dict[s
     """An import never replaces a stored answer: name the first line whose request has one."""
     if not requests:
         return
-    frame = pl.DataFrame({"custom_id": list(requests), "request_id": list(requests.values())})
+    frame = pa.table(
+        {
+            "custom_id": pa.array(list(requests), pa.string()),
+            "request_id": pa.array(list(requests.values()), pa.string()),
+        }
+    )
     with connect(settings.warehouse, read_only=True) as con:
-        con.register("imported_lines", frame.to_arrow())
+        con.register("imported_lines", frame)
         answered = {cid for (cid,) in run_sql(con, "engine/batch/select_import_conflicts").fetchall()}
     if answered:
         cid = min(answered, key=lambda c: where[c])

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
@@ -35,6 +34,11 @@ from tasks.engine.tasks import (
     run_counts,
     store_personalities,
 )
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from tasks.engine.runs import PlannedTable
 
 ConfigT = TypeVar("ConfigT")
 
@@ -68,7 +72,7 @@ class StageRecipe(Protocol[ConfigT]):
         """The run's planned items without a stored outcome, as the engine reads them (`HeldPlan`, `JudgePlan`)."""
         ...
 
-    def planned_tables(self, plan: Any, config: ConfigT) -> dict[str, pl.DataFrame]:
+    def planned_tables(self, plan: Any, config: ConfigT) -> dict[str, PlannedTable]:
         """The tables the stage's gate_items reads, by name (`planned_items`: keys and what the plan fixes)."""
         ...
 
@@ -87,7 +91,7 @@ class HeldItems:
         """The planned items without a stored outcome, in plan order."""
         return HeldPlan(run.kind, run.run_id, list(self.planned))
 
-    def planned_tables(self, plan: Any, config: Any) -> dict[str, pl.DataFrame]:
+    def planned_tables(self, plan: Any, config: Any) -> dict[str, PlannedTable]:
         """The planned items as rows, as the engine's gate_items template reads them."""
         return {"planned_items": self.planned_frame()}
 
@@ -130,7 +134,7 @@ def claim_stage_run(settings: Settings, warehouse_id: str, claim: RunClaim, endp
 
 
 @task(cache_policy=NO_CACHE)
-def gate_stage_run(settings: Settings, run: RunIdentity, planned: dict[str, pl.DataFrame], gate: Gate) -> int:
+def gate_stage_run(settings: Settings, run: RunIdentity, planned: dict[str, PlannedTable], gate: Gate) -> int:
     """The stage's gate over everything the run holds; published if it passes (when the stage publishes here).
 
     Returns the number of planned items recorded as failures (under the threshold when it returns).

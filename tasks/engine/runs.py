@@ -11,10 +11,10 @@ import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import duckdb
-import polars as pl
+import pyarrow as pa
 
 from peras.errors import CheckFailed, UsageError
 from peras.lake import is_lake
@@ -25,6 +25,12 @@ from peras.warehouse import now, open_migrated, retrying, retrying_bounded
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import Column, StageDeclaration, declaration
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    # A planned table the gate registers: a Polars DataFrame, or an Arrow table (the judge's: no Polars import).
+    PlannedTable: TypeAlias = pl.DataFrame | pa.Table
 
 NOT_COMPARED = ("answer_probe",)  # recorded in a run's parameters, never a reason to refuse it
 
@@ -175,7 +181,7 @@ class Gate:
     publish: bool = True
 
 
-def gate_run(settings: Settings, run: RunIdentity, planned: Mapping[str, pl.DataFrame], gate: Gate) -> int:
+def gate_run(settings: Settings, run: RunIdentity, planned: Mapping[str, PlannedTable], gate: Gate) -> int:
     """The stage's gate over everything the run holds; published if it passes (when the stage publishes here).
 
     `planned`: the tables the stage's gate_items reads, by name (every stage's one `planned_items`; judge's planned
@@ -217,7 +223,7 @@ def gate_params(settings: Settings, run: RunIdentity) -> dict[str, Any]:
 
 
 def gate_problems(
-    con: duckdb.DuckDBPyConnection, stage: StageDeclaration, params: dict[str, Any], planned: Mapping[str, pl.DataFrame]
+    con: duckdb.DuckDBPyConnection, stage: StageDeclaration, params: dict[str, Any], planned: Mapping[str, PlannedTable]
 ) -> list[tuple[str, str, int]]:
     """The gate's problems, read only (temporary tables aside): the declaration's `gate_items` joins the planned
     tables with every stored outcome of the run; `assert_run_complete` finds planned items without an outcome and
@@ -226,7 +232,7 @@ def gate_problems(
     rank (completeness first, failure shares last), then problem and detail. The judge's check that a call has nothing
     to do asks it too (tasks/judge/settled.py)."""
     for name, frame in planned.items():
-        con.register(name, frame.to_arrow())
+        con.register(name, frame if isinstance(frame, pa.Table) else frame.to_arrow())
     run_statements(con, stage.sql("gate_items"), params)
     complete = run_statements(con, stage.sql("assert_run_complete"), params).fetchall()
     copies = run_statements(con, stage.sql("assert_no_copies"), params).fetchall()

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-import polars as pl
+import pyarrow as pa
 
 from peras.sql import run_sql, run_statements
 from peras.warehouse import connect
@@ -236,7 +236,7 @@ class AnswerCache:
 
     def _lookup(self, request_ids: list[str]) -> dict[str, StoredAnswer]:
         con = self.thread.reading()
-        con.register("wanted_requests", pl.DataFrame({"request_id": request_ids}).to_arrow())
+        con.register("wanted_requests", pa.table({"request_id": pa.array(request_ids, pa.string())}))
         rows = run_sql(con, "engine/select_stored_answers").fetchall()
         con.unregister("wanted_requests")
         return {

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, TypeVar, cast
 
-import polars as pl
+import pyarrow as pa
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
@@ -93,23 +93,20 @@ def identify_warehouse(settings: Settings) -> str:
 @task(cache_policy=NO_CACHE)
 def store_personalities(settings: Settings, personalities: list[Personality]) -> None:
     """Record the conditions used, with their exact instruction text."""
-    frame = pl.DataFrame(
-        [
-            {
-                "personality": p.code,
-                "name": p.name,
-                "trait": p.trait,
-                "pole": p.pole,
-                "instruction": p.instruction,
-                "source": "builtin" if p.is_builtin else str(p.source),
-            }
-            for p in personalities
-        ]
+    frame = pa.table(
+        {
+            "personality": pa.array([p.code for p in personalities], pa.string()),
+            "name": pa.array([p.name for p in personalities], pa.string()),
+            "trait": pa.array([p.trait for p in personalities], pa.string()),
+            "pole": pa.array([p.pole for p in personalities], pa.string()),
+            "instruction": pa.array([p.instruction for p in personalities], pa.string()),
+            "source": pa.array(["builtin" if p.is_builtin else str(p.source) for p in personalities], pa.string()),
+        }
     )
 
     def store() -> None:
         with open_migrated(settings.warehouse) as con:
-            con.register("staged_personalities", frame.to_arrow())
+            con.register("staged_personalities", frame)
             with transaction(con):
                 run_statements(con, render_sql("engine/upsert_changed", PERSONALITY_ROWS))
             if lake.in_lake(con):  # no keys: a run starting at the same moment may have stored them too

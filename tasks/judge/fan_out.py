@@ -50,6 +50,7 @@ from tasks.engine.tasks import (
     store_personalities,
 )
 from tasks.judge.asking import Pairs
+from tasks.judge.runs import count_failures
 from tasks.judge.tasks import JudgeRecipe, check_judge_run, read_failure_shares
 from tasks.publish.tasks import publish_analyst_snapshot
 
@@ -364,9 +365,11 @@ def ask_part(
     return run_counts(run, endpoint, stats) | {"part": part}
 
 
-def summarize_fan_out(run: RunIdentity, n_planned: int, shares: Any, parts: list[Part]) -> dict[str, Any]:
+def summarize_fan_out(
+    run: RunIdentity, n_planned: int, shares: list[dict[str, Any]], parts: list[Part]
+) -> dict[str, Any]:
     """What the parent reports: the run, what it planned, its failures, and the flow runs each part took."""
-    failures = int(shares["n_failures"].sum()) if shares.height else 0
+    failures = count_failures(shares)
     return {
         "run_name": run.run_name,
         "run_id": run.run_id,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 
 from peras.errors import UsageError
+from peras.sql import run_sql
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import RunClaim
 from tasks.engine.stage import declaration
@@ -91,16 +92,15 @@ def judge_claim(
     return RunClaim(declaration("judge"), name, values, run_parameters(config, methods))
 
 
-def judge_planned(plan: JudgePlan, config: JudgeConfig) -> dict[str, pl.DataFrame]:
+def judge_planned(plan: JudgePlan, config: JudgeConfig) -> dict[str, pa.Table]:
     """The tables the judge's gate_items reads (sql/judge/gate_items.sql): planned_pairs (query_id, doc_id, text_sha)
     and planned_settings (personality, cot, method, the label request's parameters) of a plan."""
-    planned_pairs = pl.DataFrame(
+    planned_pairs = pa.table(
         {
-            "query_id": [q for q, _ in plan.pairs],
-            "doc_id": [d for _, d in plan.pairs],
-            "text_sha": [p.text_sha for p in plan.pairs.values()],
-        },
-        schema={"query_id": pl.String, "doc_id": pl.String, "text_sha": pl.String},
+            "query_id": pa.array([q for q, _ in plan.pairs], pa.string()),
+            "doc_id": pa.array([d for _, d in plan.pairs], pa.string()),
+            "text_sha": pa.array([p.text_sha for p in plan.pairs.values()], pa.string()),
+        }
     )
     settings_rows = [
         {
@@ -114,8 +114,24 @@ def judge_planned(plan: JudgePlan, config: JudgeConfig) -> dict[str, pl.DataFram
         }
         for personality, cot, method in plan.groups()
     ]
-    planned_settings = pl.DataFrame(
+    planned_settings = pa.Table.from_pylist(
         settings_rows,
-        schema={"personality": pl.String, "cot": pl.Boolean, "confidence_method": pl.String, "label_params": pl.String},
-    )
+        schema=pa.schema(
+            [("personality", pa.string()), ("cot", pa.bool_()), ("confidence_method", pa.string()),
+             ("label_params", pa.string())]
+        ),
+    )  # fmt: skip
     return {"planned_pairs": planned_pairs, "planned_settings": planned_settings}
+
+
+def failure_shares(con: Any, run_id: str) -> list[dict[str, Any]]:
+    """Parse failures per personality, CoT setting and method over the whole run, a dict per group (the summary's
+    table: sql/judge/select_failure_shares.sql)."""
+    cursor = run_sql(con, "judge/select_failure_shares", {"run_id": run_id})
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def count_failures(shares: list[dict[str, Any]]) -> int:
+    """The run's parse failures, from its `failure_shares`."""
+    return sum(int(share["n_failures"]) for share in shares)

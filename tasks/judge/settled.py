@@ -24,7 +24,7 @@ import duckdb
 from peras.llm.constraints import DIALECTS, FREE
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import query_frame, run_sql
+from peras.sql import run_sql
 from peras.warehouse import MEMORY_TIGHT, connect, publish_snapshot
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import gate_params, gate_problems, stored_run
@@ -32,7 +32,7 @@ from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.judge.asking import JudgePlan, Pair
-from tasks.judge.runs import judge_claim, judge_config, judge_planned, judge_run_name
+from tasks.judge.runs import count_failures, failure_shares, judge_claim, judge_config, judge_planned, judge_run_name
 
 PUBLISHED = "published"
 
@@ -87,9 +87,9 @@ def settled(
                 return None  # the flow records the failed gate and says what failed
         except duckdb.OutOfMemoryException:
             return None  # the flow's gate tries again with more (peras.warehouse.bounded)
-        shares = query_frame(con, "judge/select_failure_shares", {"run_id": run_id})
+        shares = failure_shares(con, run_id)
     publish_snapshot(settings)  # as the flow ends: current already, unless an earlier refresh failed
-    failures = int(shares["n_failures"].sum()) if shares.height else 0
+    failures = count_failures(shares)
     counts = {"n_judged_now": 0, "n_sent": 0, "n_http": 0, "n_cached": 0, "n_dropped": 0}
     return {
         "run_name": name,

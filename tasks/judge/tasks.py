@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -16,13 +16,13 @@ from prefect.cache_policies import NO_CACHE
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import open_migrated, read_frame, require_collection
+from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, gate_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
 from tasks.judge.asking import JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
-from tasks.judge.runs import judge_claim, judge_config, judge_planned, judge_run_name
+from tasks.judge.runs import count_failures, failure_shares, judge_claim, judge_config, judge_planned, judge_run_name
 
 JUDGE_GATE = Gate("run not published (its judgments are kept for inspection)")
 
@@ -103,7 +103,7 @@ class JudgeRecipe:
         """Every pair x personality x CoT setting x method not judged on the current texts, streamed."""
         return plan_judgments(run, self.pairs, self.personalities, self.cot, self.methods)
 
-    def planned_tables(self, plan: JudgePlan, config: JudgeConfig) -> dict[str, pl.DataFrame]:
+    def planned_tables(self, plan: JudgePlan, config: JudgeConfig) -> dict[str, pa.Table]:
         """The gate's planned_pairs and planned_settings."""
         return judge_planned(plan, config)
 
@@ -121,21 +121,21 @@ def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, confi
 
 
 @task(cache_policy=NO_CACHE)
-def read_failure_shares(settings: Settings, run: RunIdentity) -> pl.DataFrame:
-    """Parse-failure shares per personality, CoT setting and method over the whole run (the summary's table)."""
-    return read_frame(settings.warehouse, "judge/select_failure_shares", {"run_id": run.run_id})
+def read_failure_shares(settings: Settings, run: RunIdentity) -> list[dict[str, Any]]:
+    """Parse failures per personality, CoT setting and method over the whole run (the summary's table)."""
+    with open_migrated(settings.warehouse) as con:
+        return failure_shares(con, run.run_id)
 
 
 def summarize(
-    run: RunIdentity, endpoint: Endpoint, n_planned: int, stats: dict[str, Any], shares: Any
+    run: RunIdentity, endpoint: Endpoint, n_planned: int, stats: dict[str, Any], shares: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Counts for the CLI and the artifact."""
-    failures = int(shares["n_failures"].sum()) if shares.height else 0
-    return run_counts(run, endpoint, stats) | {"n_planned": n_planned, "n_failures": failures}
+    return run_counts(run, endpoint, stats) | {"n_planned": n_planned, "n_failures": count_failures(shares)}
 
 
 @task(cache_policy=NO_CACHE)
-def publish_judge_artifact(summary: dict[str, Any], shares: Any) -> None:
+def publish_judge_artifact(summary: dict[str, Any], shares: list[dict[str, Any]]) -> None:
     """A markdown table of the run in the Prefect UI."""
     lines = [
         f"# Judge run `{summary['run_name']}`",
@@ -148,7 +148,7 @@ def publish_judge_artifact(summary: dict[str, Any], shares: Any) -> None:
     ]
     lines += [
         f"| {r['personality']} | {r['cot']} | {r['confidence_method']} | {r['n_items']} | {r['n_failures']} |"
-        for r in shares.iter_rows(named=True)
+        for r in shares
     ]
     try:
         create_markdown_artifact("\n".join(lines), key="judge-summary", description="judge run summary")
