@@ -60,6 +60,7 @@ class Engine:
         on_shard: Callable[[EngineStats], None] | None = None,
         batch: BatchRound | None = None,
         answer_format: str = FREE,
+        thread: WarehouseThread | None = None,
     ) -> None:
         self.client = client
         self.batch = batch
@@ -75,7 +76,7 @@ class Engine:
         self.on_shard = on_shard
         self.answer_format = answer_format  # the constraint dialect (peras/llm/constraints.py); 'free': none
         self.stats = EngineStats()
-        self.thread = WarehouseThread(warehouse)
+        self.thread = thread or WarehouseThread(warehouse)  # closed when the run ends
         self.cache = AnswerCache(self.thread, identity.model)
         self._in_flight: dict[str, asyncio.Future[Answer]] = {}
         # Answers this engine journaled whose shard is not loaded yet (the cache cannot see them), and the ids of

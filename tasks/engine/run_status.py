@@ -22,13 +22,16 @@ from tasks.engine.stage import sql_of
 from tasks.engine.store import WarehouseThread
 
 
-def count_pending(settings: Settings, plan: Plan) -> int:
-    """How many planned items have no stored outcome yet (the progress total)."""
-    thread = WarehouseThread(settings.warehouse)
-    try:
+def count_pending(settings: Settings, plan: Plan, thread: WarehouseThread | None = None) -> int:
+    """How many planned items have no stored outcome yet (the progress total). With `thread`: counted on it (its
+    read-only connection then stays open for whoever uses the thread next, until idle), else on one of its own."""
+    if thread is not None:
         return plan.count(thread.fetch)
+    own = WarehouseThread(settings.warehouse)
+    try:
+        return plan.count(own.fetch)
     finally:
-        thread.close()
+        own.close()
 
 
 def notice(message: str) -> None:

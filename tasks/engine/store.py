@@ -86,6 +86,7 @@ class WarehouseThread:
         self._reader_at = 0.0
         self._used_at = 0.0
         self._idle_timer: threading.Timer | None = None
+        self._closed = False
 
     async def call(self, func: Callable[..., T], *args: Any) -> T:
         """Await `func(*args)` on the warehouse thread."""
@@ -168,7 +169,10 @@ class WarehouseThread:
         return self.run(lambda: list(run_statements(self.reading(), sql, params).fetchall()))
 
     def close(self) -> None:
-        """Finish queued work and stop the thread."""
+        """Finish queued work and stop the thread (again: nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         self._executor.submit(self.release)
         self._executor.shutdown(wait=True)
         self._loader.shutdown(wait=True)

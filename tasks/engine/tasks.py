@@ -31,6 +31,7 @@ from tasks.engine.run_status import count_pending, notice
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
 from tasks.engine.stage import declaration
+from tasks.engine.store import WarehouseThread
 
 T = TypeVar("T")
 # The personality conditions as sql/engine/upsert_changed.sql stores them (a changed instruction replaces the row).
@@ -148,9 +149,27 @@ def ask_all(
             )  # fmt: skip
 
         return ask_in_rounds(settings, endpoint, identity, plan, engine_for, wait)
-    n_items = count_pending(settings, plan)
-    if n_items == 0:
-        return EngineStats().as_dict()
+    # The count's read-only connection is the engine's first; the engine closes the thread as its run ends.
+    with contextlib.closing(WarehouseThread(settings.warehouse)) as thread:
+        n_items = count_pending(settings, plan, thread)
+        if n_items == 0:
+            return EngineStats().as_dict()
+        stats = ask_online(settings, endpoint, identity, stage, plan, rows_per_shard, retry_failed, n_items, thread)
+    return stats.as_dict()
+
+
+def ask_online(
+    settings: Settings,
+    endpoint: Endpoint,
+    identity: RunIdentity,
+    stage: Stage,
+    plan: Plan,
+    rows_per_shard: int,
+    retry_failed: bool,
+    n_items: int,
+    thread: WarehouseThread,
+) -> EngineStats:
+    """The engine's run over `n_items` pending items, its progress counted live and kept as a Prefect artifact."""
     spent = requests_spent(settings, identity)
     progress = ProgressArtifact(identity, n_items)
     description = f"{identity.kind} {identity.run_name}"
@@ -170,6 +189,7 @@ def ask_all(
                     on_item=counts.item_done,
                     on_shard=lambda stats: shard_loaded(settings, progress, stats),
                     answer_format=endpoint.answer_format,
+                    thread=thread,
                 )
                 return await engine.run(plan)
 
@@ -178,7 +198,7 @@ def ask_all(
     with contextlib.suppress(Exception):  # the last counts, whenever the last tick was
         progress.update_counts(counts)
     progress.update(stats)
-    return stats.as_dict()
+    return stats
 
 
 @contextlib.contextmanager
