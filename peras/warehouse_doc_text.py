@@ -132,9 +132,10 @@ So PERAS publishes a copy for analysts next to the warehouse, `<warehouse stem>.
 (`warehouse/peras.analyst.duckdb` by default), and no stage ever opens it: keep it open as long as you like.
 
 - **When it is refreshed**: at the end of every stage that writes, after it publishes (a stage that fails
-  publishes nothing and leaves the snapshot as it was); during a judge run also after shards are loaded, at most
-  every `analyst_snapshot_interval_s` seconds (default 60; `PERAS_ANALYST_SNAPSHOT_INTERVAL_S`), so progress
-  counts move. `PERAS_ANALYST_SNAPSHOT=false` turns it off.
+  publishes nothing and leaves the snapshot as it was); during a run that asks an LLM also after shards are
+  loaded, at most every `analyst_snapshot_interval_s` seconds (default 60; `PERAS_ANALYST_SNAPSHOT_INTERVAL_S`),
+  the first time that long after the asking began, so progress counts move (a shorter run refreshes it once, as it
+  ends). `PERAS_ANALYST_SNAPSHOT=false` turns it off.
 - **How**: the warehouse is checkpointed, copied to a temporary file in the same directory and renamed over the
   snapshot in one step: a reader never sees a half-written file. A refresh that cannot be made (disk full, the
   warehouse busy) never fails the stage; the previous snapshot stays.

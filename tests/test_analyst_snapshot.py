@@ -206,3 +206,19 @@ def test_an_analyst_connection_open_during_a_judge_run_blocks_nothing(capsys, se
     finally:
         analyst.kill()
         analyst.wait()
+
+
+def test_a_run_s_first_mid_run_refresh_waits_an_interval_from_when_its_asking_began(settings, monkeypatch):
+    """tasks/engine/tasks.py shard_loaded: a run shorter than the interval copies the warehouse once, as it ends."""
+    from tasks.engine.spec import EngineStats, RunIdentity
+    from tasks.engine.tasks import ProgressArtifact, shard_loaded
+
+    ingest(preset="sample", settings=settings)
+    snapshot_path(settings.warehouse).unlink()  # no snapshot at all: an unthrottled refresh would write one
+    progress = ProgressArtifact(RunIdentity("w", "judge", "r", "run", "m", "b"), 10)
+    settings.analyst_snapshot_interval_s = 60
+    shard_loaded(settings, progress, EngineStats())
+    assert not snapshot_path(settings.warehouse).exists()
+    monkeypatch.setattr(progress, "started", time.monotonic() - 61)  # an interval after the asking began
+    shard_loaded(settings, progress, EngineStats())
+    assert snapshot_is_current(settings.warehouse)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, TypeVar, cast
@@ -232,9 +233,12 @@ def run_counts(identity: RunIdentity, endpoint: Endpoint, stats: dict[str, Any])
 
 
 def shard_loaded(settings: Settings, progress: ProgressArtifact, stats: EngineStats) -> None:
-    """After each shard is loaded: progress in the UI, and (at most every interval) a fresh analysts' snapshot."""
+    """After each shard is loaded: progress in the UI, and (at most every interval, the first one an interval after the
+    asking began) a fresh analysts' snapshot. A run shorter than the interval copies the warehouse once, as it ends,
+    not also after its first shard (a copy of the whole file: a small run's largest write)."""
     progress.update(stats)
-    publish_snapshot(settings, throttled=True)
+    if time.monotonic() - progress.started >= settings.analyst_snapshot_interval_s:
+        publish_snapshot(settings, throttled=True)
 
 
 def requests_spent(settings: Settings, identity: RunIdentity) -> int:
@@ -251,6 +255,7 @@ class ProgressArtifact:
     def __init__(self, identity: RunIdentity, n_items: int) -> None:
         self.n_items = n_items
         self.identity = identity
+        self.started = time.monotonic()  # the asking began
         self.artifact_id: Any = None
         with contextlib.suppress(Exception):  # an artifact is a nicety; no Prefect context, no artifact
             from prefect.artifacts import create_progress_artifact
