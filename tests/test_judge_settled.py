@@ -39,7 +39,13 @@ def test_a_finished_run_called_again_is_answered_without_a_flow_run_and_changes_
         again = judge_cli(capsys, sample.warehouse, server, *ONE)
         assert (again.exit_code, again.out, again.err) == (0, LINE.format("0 new; 0 requests sent, 0 reused"), "")
         assert len(server.chat_requests) == asked
-    assert flow_runs == ["judge"]  # the first call's only
+    # the server is gone: a call with nothing to ask does not need it (not even to check that it answers)
+    gone = judge_cli(capsys, sample.warehouse, server, *ONE)
+    assert (gone.exit_code, gone.out, gone.err) == (0, LINE.format("0 new; 0 requests sent, 0 reused"), "")
+    more = judge_cli(capsys, sample.warehouse, server, *ONE[:-2])  # another run: it must ask, and says it cannot
+    assert (more.exit_code, more.out) == (1, "")
+    assert more.err.startswith(f"error: cannot reach {server.base_url}: ConnectionRefusedError"), more.err
+    assert flow_runs == ["judge"]  # the first call's only: the server is checked before any flow run
     assert snapshot(sample.warehouse) == before
 
 

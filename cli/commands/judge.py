@@ -193,10 +193,9 @@ def judge(
     check_served(model_preset, settings)
     preflight.collection(settings, collection, subset)
     preflight.personalities(settings, list(personalities) or None, personality_set)
-    if parts is None:  # with --parts each host's worker uses its own server
-        preflight.endpoint(settings)
     cot_settings = cot_settings_for(cot, model_preset)
-    if parts is None and not retry_failed:  # nothing to ask and nothing to change: said without Prefect
+    # Nothing to ask and nothing to change: said without Prefect, and without asking the server whether it answers.
+    if parts is None and not retry_failed:
         from tasks.judge.runs import check_methods
         from tasks.judge.settled import settled
         from tasks.shared.personalities import choose_personalities
@@ -209,6 +208,8 @@ def judge(
         if done is not None:
             click.echo(judged_line(done))
             return
+    if parts is None:  # with --parts each host's worker uses its own server
+        preflight.endpoint(settings)
     asked: dict[str, Any] = {
         "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
         "collection": collection,
