@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -135,14 +136,10 @@ def test_a_flow_run_records_its_parameters_as_prefect_would_without_importing_fa
     assert recorded["settings"]["warehouse"] == str(tmp_path / "w.duckdb")
     assert "sk-not-recorded" not in repr(recorded)
     assert recorded_parameters(judge, {"odd": {1: "a"}}) == judge.serialize_parameters({"odd": {1: "a"}})
-    code = (
-        "import sys\nfrom cli.common import recorded_parameters\nfrom flows.judge import judge\n"
-        "from peras.settings import load_settings\n"
-        "recorded_parameters(judge, {'settings': load_settings(), 'cot': [True], 'pool': None})\n"
-        "print('fastapi' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
+    imports = "from cli.common import recorded_parameters\nfrom flows.judge import judge\n"
+    imports += "from peras.settings import load_settings"
+    run = "recorded_parameters(judge, {'settings': load_settings(), 'cot': [True], 'pool': None})"
+    assert imported_in_a_new_process(f"{imports}\n{run}", "fastapi") == []
 
 
 @pytest.mark.core
@@ -160,22 +157,21 @@ def test_each_command_is_found_in_the_module_that_names_it_and_only_its_module_i
         for command in importlib.import_module(f"cli.commands.{module.name}").COMMANDS:
             found[command.name] = module.name
     assert found == COMMAND_MODULES
-    code = (
-        "import sys\nfrom cli.main import cli\nimport click\n"
-        "cli.get_command(click.Context(cli), 'judge')\n"
-        "print(sorted(m for m in sys.modules if m.startswith('cli.commands.')))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['cli.commands.judge']"
+    code = "from cli.main import cli\nimport click\ncli.get_command(click.Context(cli), 'judge')"
+    names = [f"cli.commands.{module}" for module in sorted(set(COMMAND_MODULES.values()))]
+    assert imported_in_a_new_process(code, *names) == ["cli.commands.judge"]
 
 
 @pytest.mark.core
 def test_the_judge_command_s_modules_import_neither_polars_nor_jinja():
     """What `peras judge` imports to run a flow (its command, the settled check, the flow and its tasks) leaves Polars
     (~0.1 s) to the stages that analyse; Jinja2 is imported only to render a template not rendered before."""
-    code = (
-        "import sys\nimport cli.main, cli.commands.judge, cli.preflight, tasks.judge.settled, flows.judge\n"
-        "print(sorted(m for m in ('polars', 'jinja2', 'fastapi') if m in sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    code = "import cli.main, cli.commands.judge, cli.preflight, tasks.judge.settled, flows.judge"
+    assert imported_in_a_new_process(code, "polars", "jinja2", "fastapi") == []
+
+
+def imported_in_a_new_process(code: str, *modules: str) -> list[str]:
+    """Which of `modules` a fresh interpreter has imported after running `code`."""
+    check = f"import sys\n{code}\nprint(json.dumps([m for m in {list(modules)!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", "import json\n" + check], capture_output=True, text=True, check=True)
+    return list(json.loads(done.stdout))

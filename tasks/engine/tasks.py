@@ -155,51 +155,35 @@ def ask_all(
         n_items = count_pending(settings, plan, thread)
         if n_items == 0:
             return EngineStats().as_dict()
-        stats = ask_online(settings, endpoint, identity, stage, plan, rows_per_shard, retry_failed, n_items, thread)
-    return stats.as_dict()
+        spent = requests_spent(settings, identity)
+        progress = ProgressArtifact(identity, n_items)
+        description = f"{identity.kind} {identity.run_name}"
+        with asking(description, n_items, settings.progress_interval_s, on_tick=progress.update_counts) as counts:
 
+            async def run() -> EngineStats:
+                async with make_client(settings, endpoint, spent, on_notice=notice) as client:
+                    engine = Engine(
+                        cast(LLMClient, CountingClient(client, counts)),  # requests sent/answered/failed, live
+                        identity,
+                        stage,
+                        settings.warehouse,
+                        settings.shards,
+                        settings.concurrency * len(endpoint.base_urls),
+                        rows_per_shard,
+                        retry_failed,
+                        on_item=counts.item_done,
+                        on_shard=lambda stats: shard_loaded(settings, progress, stats),
+                        answer_format=endpoint.answer_format,
+                        thread=thread,
+                    )
+                    return await engine.run(plan)
 
-def ask_online(
-    settings: Settings,
-    endpoint: Endpoint,
-    identity: RunIdentity,
-    stage: Stage,
-    plan: Plan,
-    rows_per_shard: int,
-    retry_failed: bool,
-    n_items: int,
-    thread: WarehouseThread,
-) -> EngineStats:
-    """The engine's run over `n_items` pending items, its progress counted live and kept as a Prefect artifact."""
-    spent = requests_spent(settings, identity)
-    progress = ProgressArtifact(identity, n_items)
-    description = f"{identity.kind} {identity.run_name}"
-    with asking(description, n_items, settings.progress_interval_s, on_tick=progress.update_counts) as counts:
-
-        async def run() -> EngineStats:
-            async with make_client(settings, endpoint, spent, on_notice=notice) as client:
-                engine = Engine(
-                    cast(LLMClient, CountingClient(client, counts)),  # requests sent/answered/failed, live
-                    identity,
-                    stage,
-                    settings.warehouse,
-                    settings.shards,
-                    settings.concurrency * len(endpoint.base_urls),
-                    rows_per_shard,
-                    retry_failed,
-                    on_item=counts.item_done,
-                    on_shard=lambda stats: shard_loaded(settings, progress, stats),
-                    answer_format=endpoint.answer_format,
-                    thread=thread,
-                )
-                return await engine.run(plan)
-
-        with settled_heap():
-            stats = asyncio.run(run())
+            with settled_heap():
+                stats = asyncio.run(run())
     with contextlib.suppress(Exception):  # the last counts, whenever the last tick was
         progress.update_counts(counts)
     progress.update(stats)
-    return stats
+    return stats.as_dict()
 
 
 @contextlib.contextmanager
