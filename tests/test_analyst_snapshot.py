@@ -210,12 +210,14 @@ def test_an_analyst_connection_open_during_a_judge_run_blocks_nothing(capsys, se
 
 def test_a_run_s_first_mid_run_refresh_waits_an_interval_from_when_its_asking_began(settings, monkeypatch):
     """tasks/engine/tasks.py shard_loaded: a run shorter than the interval copies the warehouse once, as it ends."""
-    from tasks.engine.spec import EngineStats, RunIdentity
-    from tasks.engine.tasks import ProgressArtifact, shard_loaded
+    from types import SimpleNamespace
+
+    from tasks.engine.spec import EngineStats
+    from tasks.engine.tasks import shard_loaded
 
     ingest(preset="sample", settings=settings)
     snapshot_path(settings.warehouse).unlink()  # no snapshot at all: an unthrottled refresh would write one
-    progress = ProgressArtifact(RunIdentity("w", "judge", "r", "run", "m", "b"), 10)
+    progress = SimpleNamespace(started=time.monotonic(), update=lambda stats: None)  # no Prefect artifact here
     settings.analyst_snapshot_interval_s = 60
     shard_loaded(settings, progress, EngineStats())
     assert not snapshot_path(settings.warehouse).exists()
