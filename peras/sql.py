@@ -129,6 +129,13 @@ def _has_code(part: str) -> bool:
     return any(line.strip() and not line.strip().startswith("--") for line in part.splitlines())
 
 
+def query_rows(con: Any, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Run sql/<name>.sql and return its rows as dicts by column name (small results; no Polars)."""
+    cursor = run_sql(con, name, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
 def query_frame(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
     """Run sql/<name>.sql and return its result as a Polars DataFrame."""
     import polars as pl

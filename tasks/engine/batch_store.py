@@ -17,7 +17,7 @@ import pyarrow as pa
 from peras.errors import InputError, UsageError, clip
 from peras.llm.batches import DONE_STATUSES, BatchAPI, OutputLine, input_line, read_output_line, split_lines
 from peras.settings import Settings
-from peras.sql import run_sql
+from peras.sql import query_rows, run_sql
 from peras.warehouse import connect, now, open_migrated, retrying, transaction
 from tasks.engine.endpoint import Endpoint, public_url
 from tasks.engine.spec import RunIdentity
@@ -250,9 +250,7 @@ def store_lines(
 def run_batches(settings: Settings, run_id: str) -> list[dict[str, Any]]:
     """A run's batches: id, round, status, requests, answered and failed lines, when submitted and collected."""
     with connect(settings.warehouse, read_only=True) as con:
-        cursor = run_sql(con, "engine/batch/select_run_batches", {"run_id": run_id})
-        names = [column[0] for column in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        return query_rows(con, "engine/batch/select_run_batches", {"run_id": run_id})
 
 
 def wait_line(batches: list[dict[str, Any]], n_waiting: int) -> str:

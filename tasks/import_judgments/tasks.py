@@ -29,7 +29,7 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.errors import InputError, UsageError, clip
 from peras.settings import Settings
-from peras.sql import run_sql
+from peras.sql import query_rows, run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.shared.readers import iter_lines, sha256_file
 
@@ -252,8 +252,7 @@ def _existing_run(con: Any, run_name: str, collection_id: str) -> tuple[str, str
 
 def _stored_report(con: Any, run_id: str) -> ImportReport:
     """The report of the import that is already published."""
-    result = run_sql(con, "import_judgments/select_report", {"run_id": run_id})
-    row = dict(zip([d[0] for d in result.description], result.fetchall()[0], strict=True))
+    row = query_rows(con, "import_judgments/select_report", {"run_id": run_id})[0]
     counts = {kind: int(row[column]) for kind, column in COUNT_COLUMNS.items()}
     return ImportReport(
         status="unchanged",

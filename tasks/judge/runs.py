@@ -12,11 +12,11 @@ from typing import Any
 import pyarrow as pa
 
 from peras.errors import UsageError
-from peras.sql import run_sql
+from peras.sql import query_rows, run_sql
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import RunClaim
 from tasks.engine.stage import declaration
-from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan
+from tasks.judge.asking import METHODS, JudgeConfig, JudgePlan, Pair, Pairs
 
 # The 0.5B model answers a label or a confidence in 1-3 tokens; a 'self' JSON or a 'certainty' answer needs room.
 EMBEDDED_MAX_TOKENS = {"label": 4, "cot": 24, "confidence": 6, "joint": 96}
@@ -124,12 +124,25 @@ def judge_planned(plan: JudgePlan, config: JudgeConfig) -> dict[str, pa.Table]:
     return {"planned_pairs": planned_pairs, "planned_settings": planned_settings}
 
 
+def read_pairs(
+    con: Any, collection_id: str, subset_name: str | None, limit: int | None, pool: str | None = None
+) -> Pairs:
+    """The judged pairs of a collection or subset with their texts, the first `limit` (0 or None: all), in the order
+    they are judged: {(query_id, doc_id): Pair}; with `pool`, the pairs of that judge-run pool instead."""
+    first = {"limit_pairs": limit or None}
+    if pool is None:
+        params = {"collection_id": collection_id, "subset_name": subset_name} | first
+        rows = run_sql(con, "judge/select_pairs", params).fetchall()
+    else:
+        params = {"collection_id": collection_id, "pool_id": pool} | first
+        rows = run_sql(con, "judge_run/select_pool_pairs", params).fetchall()
+    return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
+
+
 def failure_shares(con: Any, run_id: str) -> list[dict[str, Any]]:
     """Parse failures per personality, CoT setting and method over the whole run, a dict per group (the summary's
     table: sql/judge/select_failure_shares.sql)."""
-    cursor = run_sql(con, "judge/select_failure_shares", {"run_id": run_id})
-    names = [column[0] for column in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return query_rows(con, "judge/select_failure_shares", {"run_id": run_id})
 
 
 def count_failures(shares: list[dict[str, Any]]) -> int:

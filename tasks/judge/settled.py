@@ -31,8 +31,16 @@ from tasks.engine.runs import gate_params, gate_problems, stored_run
 from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
-from tasks.judge.asking import JudgePlan, Pair
-from tasks.judge.runs import count_failures, failure_shares, judge_claim, judge_config, judge_planned, judge_run_name
+from tasks.judge.asking import JudgePlan
+from tasks.judge.runs import (
+    count_failures,
+    failure_shares,
+    judge_claim,
+    judge_config,
+    judge_planned,
+    judge_run_name,
+    read_pairs,
+)
 
 PUBLISHED = "published"
 
@@ -75,9 +83,7 @@ def settled(
         identity = RunIdentity(str(warehouse_id), "judge", run_id, name, config.model, config.backend)
         if any(shard_files(shard_dir(settings.shards, identity)).values()):
             return None
-        params = {"collection_id": collection, "subset_name": subset, "limit_pairs": limit_pairs or None}
-        rows = run_sql(con, "judge/select_pairs", params).fetchall()
-        pairs = {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows}
+        pairs = read_pairs(con, collection, subset, limit_pairs)
         plan = JudgePlan(run_id, pairs, [p.code for p in personalities], cot, methods)
         if plan.count(lambda sql, params: run_sql(con, sql, params).fetchall()):
             return None

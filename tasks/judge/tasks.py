@@ -15,14 +15,21 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.prompting import Personality
 from peras.settings import Settings
-from peras.sql import run_sql
 from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.runs import Gate, RunClaim, gate_run
 from tasks.engine.spec import RunIdentity
 from tasks.engine.tasks import run_counts
-from tasks.judge.asking import JudgeConfig, JudgePlan, JudgeStage, Pair, Pairs
-from tasks.judge.runs import count_failures, failure_shares, judge_claim, judge_config, judge_planned, judge_run_name
+from tasks.judge.asking import JudgeConfig, JudgePlan, JudgeStage, Pairs
+from tasks.judge.runs import (
+    count_failures,
+    failure_shares,
+    judge_claim,
+    judge_config,
+    judge_planned,
+    judge_run_name,
+    read_pairs,
+)
 
 JUDGE_GATE = Gate("run not published (its judgments are kept for inspection)")
 
@@ -40,17 +47,13 @@ def load_pairs(
     pairs of that judge-run pool instead (top-K passages of run files that no human judged, sql/judge_run).
     `topics` keeps the pairs of those queries only, after the limit (a part of a fanned-out run, which must plan
     exactly what the whole run planned)."""
-    first = {"limit_pairs": limit or None}  # 0 or none: all of them
     with open_migrated(settings.warehouse) as con:
         require_collection(con, collection_id, subset_name)
-        if pool is None:
-            params = {"collection_id": collection_id, "subset_name": subset_name} | first
-            rows = run_sql(con, "judge/select_pairs", params).fetchall()
-        else:
-            pool_params = {"collection_id": collection_id, "pool_id": pool} | first
-            rows = run_sql(con, "judge_run/select_pool_pairs", pool_params).fetchall()
-    keep = None if topics is None else set(topics)
-    return {(q, d): Pair(qt, pt, sha) for q, d, qt, pt, sha in rows if keep is None or q in keep}
+        pairs = read_pairs(con, collection_id, subset_name, limit, pool)
+    if topics is None:
+        return pairs
+    keep = set(topics)
+    return {key: pair for key, pair in pairs.items() if key[0] in keep}
 
 
 def plan_judgments(

@@ -19,7 +19,7 @@ from peras.bfi2 import Bfi2Item, items_fingerprint, load_items
 from peras.errors import UsageError
 from peras.prompting import Personality, load_prompt
 from peras.settings import Settings
-from peras.sql import render_sql, run_sql, run_statements
+from peras.sql import query_rows, render_sql, run_statements
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import HeldItems, StageOutcome
@@ -133,9 +133,7 @@ def load_fidelity(settings: Settings, run_name: str) -> dict[str, list[dict[str,
     with connect(settings.warehouse, read_only=True) as con:
         tables = {}
         for name in ("matrix", "fidelity"):
-            cursor = run_sql(con, f"personas/select_{name}", {"run_name": run_name})
-            columns = [d[0] for d in cursor.description]
-            tables[name] = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+            tables[name] = query_rows(con, f"personas/select_{name}", {"run_name": run_name})
     return tables
 
 

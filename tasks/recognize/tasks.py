@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.errors import UsageError
 from peras.settings import Settings
-from peras.sql import run_sql, run_statements
+from peras.sql import query_rows, run_sql, run_statements
 from peras.warehouse import connect, open_migrated
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import HeldItems, StageOutcome
@@ -160,9 +160,7 @@ def load_measures(settings: Settings, run_name: str) -> dict[str, list[dict[str,
         create_measure_views(con, temporary=True)
         tables = {}
         for name in ("check_scores", "shares", "verdicts", "accuracy"):
-            cursor = run_sql(con, f"recognize/select_{name}", {"run_name": run_name})
-            columns = [d[0] for d in cursor.description]
-            tables[name] = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+            tables[name] = query_rows(con, f"recognize/select_{name}", {"run_name": run_name})
     return tables
 
 
