@@ -49,6 +49,15 @@ class Settings(BaseSettings):
     analyst_snapshot_interval_s: float = Field(
         60.0, ge=0, description="least time between two mid-run snapshot refreshes (end-of-stage ones always run)"
     )
+    load_interval_s: float = Field(
+        5.0,
+        ge=0,
+        description="least time between two loads of a run's journal into the warehouse while it asks (shards that"
+        " fill meanwhile are loaded together; the last load, as the asking ends, always runs)",
+    )
+    event_loop: Literal["auto", "uvloop", "asyncio"] = Field(
+        "auto", description="the asking's event loop: uvloop where installed ('auto'), or asyncio's own"
+    )
     progress_interval_s: float = Field(
         10.0, ge=0, description="seconds between two progress lines of a command whose output is not a terminal"
     )

@@ -31,6 +31,9 @@ os.environ.setdefault("PERAS_ANSWER_FORMAT", "free")
 ROOT = Path(__file__).resolve().parents[1]
 # No periodic progress lines in tests (they would land in the exact stderr tests compare); a test of them sets it.
 os.environ.setdefault("PERAS_PROGRESS_INTERVAL_S", "0")
+# Shards loaded as soon as they close, as tests with tiny --chunk-size expect (a load mid-run, a superseded part found
+# by its next load); tests/test_engine_loads.py tests the default interval itself.
+os.environ.setdefault("PERAS_LOAD_INTERVAL_S", "0")
 SHARED_DATA = Path(os.environ.get("PERAS_DATA_DIR", ROOT.parent / "shared" / "data"))
 # No flow-run heartbeats in tests (every process: in-process flows, `peras` subprocesses, workers and their flow runs
 # inherit it). Prefect's heartbeat thread sleeps in 1 s steps and every flow run joins it as it ends: ~0.5-0.9 s of

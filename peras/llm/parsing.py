@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, NamedTuple, TypeVar
 
+import orjson
+
 
 @dataclass(frozen=True, slots=True)
 class ParseResult:
@@ -278,6 +280,13 @@ def json_object_with(text: str | None, key: str) -> dict[str, Any] | str:
     """The answer's one JSON object holding `key` (equal copies count as one), its reasoning dropped first
     (`answer_body`), or why not: 'empty' or 'truncated' (`no_body_reason`), 'no JSON object', or 'ambiguous' for two
     that differ."""
+    if text and text[0] == "{" and text[-1] == "}" and "<" not in text:  # the usual answer: the object alone
+        try:
+            whole = orjson.loads(text)  # what the scan below finds in it, without the scan (NaN: the scan reads it)
+        except orjson.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict) and key in whole:
+            return whole
     body = answer_body(text)
     if body is None:
         return no_body_reason(text)

@@ -11,7 +11,10 @@ an outcome row. The engine owns the rest:
 - regeneration: an unreadable answer is asked again up to the Ask's limit, each time with another seed and, for a
   greedy request, at temperature 0.7 (`regeneration_params`), every attempt's text and parameters recorded;
 - journaling to shards (tasks/engine/shards.py), loaded into the warehouse as they fill (so progress is visible),
-  with the outcomes that contradict a stored answer left out and asked again in a further pass;
+  at most once every `load_interval_s` (the shards that fill meanwhile are loaded together, with the file opened
+  once: against a fast server a load per shard took CPU from the asking), the first that long after the asking
+  began, the last as it ends; with the outcomes that contradict a stored answer left out and asked again in a
+  further pass;
 - progress, counts, and the run-wide request budget.
 In batch mode (`batch`, tasks/engine/batch.py) a pass sends nothing: answers come from collected batch lines, and
 an item whose requests are not answered yet waits for the next round (no outcome is journaled for it).
@@ -33,9 +36,9 @@ from peras.llm.client import LLMClient
 from peras.llm.constraints import FREE, constrain
 from peras.llm.priority import item_step
 from peras.prompting import request_hashes
-from peras.warehouse import now
+from peras.warehouse import now_text
 from tasks.engine.batch import BatchRound, Deferred
-from tasks.engine.shards import ShardJournal, load_shards, shard_dir
+from tasks.engine.shards import ShardJournal, load_closed_shards, shard_dir
 from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage, Tried, regeneration_params
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
 
@@ -61,6 +64,7 @@ class Engine:
         batch: BatchRound | None = None,
         answer_format: str = FREE,
         thread: WarehouseThread | None = None,
+        load_interval_s: float = 0.0,
     ) -> None:
         self.client = client
         self.batch = batch
@@ -86,6 +90,13 @@ class Engine:
         self._failed_now: set[str] = set()
         self._loads: list[asyncio.Future[int]] = []
         self._journal: ShardJournal | None = None
+        # Closed shards waiting for the next load (their files, and the requests journaled until they closed), the
+        # task loading them, and the earliest time the next load may start (set as the asking starts).
+        self.load_interval_s = load_interval_s
+        self._closed_shards: list[tuple[list[Path], list[str]]] = []
+        self._loading: asyncio.Task[int] | None = None
+        self._next_load_at: float | None = None
+        self._asking_ended = asyncio.Event()
 
     async def run(self, plan: Plan) -> EngineStats:
         """Ask every item of the plan; repeat for items whose outcomes were refused at loading."""
@@ -119,11 +130,11 @@ class Engine:
 
     async def _one_pass(self, items: Iterator[Any]) -> None:
         loop = asyncio.get_running_loop()
+        self._asking_ended.clear()
+        if self._next_load_at is None:
+            self._next_load_at = time.monotonic() + self.load_interval_s
         journal = ShardJournal(
-            shard_dir(self.shards_root, self.identity),
-            self.identity,
-            self.rows_per_shard,
-            on_closed=lambda files: self._loads.append(loop.create_task(self._load(files, list(self._unloaded)))),
+            shard_dir(self.shards_root, self.identity), self.identity, self.rows_per_shard, on_closed=self._closed
         )
         self._journal = journal
         spent: list[BudgetReached] = []
@@ -154,6 +165,7 @@ class Engine:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.gather(*workers, return_exceptions=True)
             await self._settle_in_flight()
+            self._asking_ended.set()  # a load waiting for its time starts now
             journal.close()
             results = await asyncio.gather(*self._loads, return_exceptions=True)
             self._loads.clear()
@@ -168,10 +180,34 @@ class Engine:
             pending = [asyncio.shield(future) for future in self._in_flight.values()]
             await asyncio.gather(*pending, return_exceptions=True)
 
-    async def _load(self, files: list[Path], request_ids: list[str]) -> int:
-        paths = {"requests": [str(files[0])], "outcomes": [str(files[1])]}
+    def _closed(self, files: list[Path]) -> None:
+        """A shard closed: it waits for the next load (started here unless one is under way or waiting)."""
+        self._closed_shards.append((files, list(self._unloaded)))
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().create_task(self._load_closed())
+            self._loads.append(self._loading)
+
+    async def _load_closed(self) -> int:
+        """Load the closed shards, together, once the interval since the last load has passed (at once when the
+        asking has ended); again while shards closed during a load."""
+        dropped = 0
+        try:
+            while self._closed_shards:
+                wait_s = (self._next_load_at or 0.0) - time.monotonic()
+                if wait_s > 0 and not self._asking_ended.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wait_s):
+                            await self._asking_ended.wait()
+                batch, self._closed_shards = self._closed_shards, []
+                self._next_load_at = time.monotonic() + self.load_interval_s
+                dropped += await self._load([files for files, _ in batch], [i for _, ids in batch for i in ids])
+        finally:
+            self._loading = None
+        return dropped
+
+    async def _load(self, shards: list[list[Path]], request_ids: list[str]) -> int:
         dropped = await self.thread.call(
-            self.thread.write, load_shards, self.warehouse, self.shards_root, self.identity, paths
+            self.thread.write, load_closed_shards, self.warehouse, self.shards_root, self.identity, shards
         )
         # Loaded: the cache answers for these requests from now on.
         self.cache.add(request_ids)
@@ -187,7 +223,7 @@ class Engine:
         self.stats.n_items += 1
         if row.get("status") != "ok":
             self.stats.n_failures += 1
-        journal.outcome(row | {"judged_at": now().isoformat()})
+        journal.outcome(row | {"judged_at": now_text()})
         if self.on_item is not None:
             self.on_item()
 
@@ -328,7 +364,7 @@ class Engine:
                 "completion_tokens": result.completion_tokens if result is not None else None,
                 "cached_tokens": result.cached_tokens if result is not None else None,
                 "latency_ms": (time.perf_counter() - tried.started) * 1000.0,
-                "created_at": now().isoformat(),
+                "created_at": now_text(),
                 "http_requests": tried.http,
             }
         )

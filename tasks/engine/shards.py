@@ -28,7 +28,7 @@ import orjson
 from peras import lake
 from peras.errors import CheckFailed
 from peras.sql import run_sql, run_statements
-from peras.warehouse import connect, now, retrying, retrying_bounded, transaction
+from peras.warehouse import connect, kept_open, now, retrying, retrying_bounded, transaction
 from tasks.engine.spec import Attempt, RunIdentity
 from tasks.engine.stage import present_declarations, sql_of
 
@@ -180,6 +180,17 @@ def load_shards(
         for path in paths:
             Path(path).unlink(missing_ok=True)
     return dropped
+
+
+def load_closed_shards(warehouse: Path, shards_root: Path, identity: RunIdentity, shards: list[list[Path]]) -> int:
+    """Load closed shards (each a requests file and an outcomes file) one after another, each in its own transaction
+    as `load_shards` loads it, with the warehouse file opened once for all of them (`kept_open`: one attachment and
+    one checkpoint, not one per shard). Returns the outcomes left out, in all."""
+    with kept_open(warehouse):
+        return sum(
+            load_shards(warehouse, shards_root, identity, {"requests": [str(files[0])], "outcomes": [str(files[1])]})
+            for files in shards
+        )
 
 
 class Superseded(CheckFailed):

@@ -17,6 +17,7 @@ from prefect.utilities.annotations import quote
 
 from peras import lake
 from peras.errors import UsageError
+from peras.llm import aio
 from peras.llm.client import LLMClient
 from peras.llm.constraints import FREE, Probe, probe_dialect, resolve_answer_format
 from peras.progress import CountingClient, Counts, asking
@@ -175,11 +176,12 @@ def ask_all(
                         on_shard=lambda stats: shard_loaded(settings, progress, stats),
                         answer_format=endpoint.answer_format,
                         thread=thread,
+                        load_interval_s=settings.load_interval_s,
                     )
                     return await engine.run(plan)
 
             with settled_heap():
-                stats = asyncio.run(run())
+                stats = aio.run(run(), settings.event_loop)
     with contextlib.suppress(Exception):  # the last counts, whenever the last tick was
         progress.update_counts(counts)
     progress.update(stats)
