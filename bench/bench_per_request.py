@@ -4,10 +4,10 @@ Workload: all 9,260 DL19 pairs under the default personality, no CoT, the 'self'
 a 0-100 confidence in one answer: one request per judgment), against the instant scripted server
 (`support.fake_openai`, its own process, as in bench_engine.py).
 
-- Ceiling: a raw asyncio HTTP/1.1 loop over `asyncio.open_connection`, N keep-alive connections (N = the
-  concurrency), each sending the next body and reading its answer (status line, Content-Length, body, the JSON's
-  first choice). No retries, no cache, no journal, no slots. The bodies are exactly those PERAS sent (read back
-  from its llm_requests rows: model, messages, parameters, in the order sent), so both ask the same thing.
+- Ceiling: a raw asyncio HTTP/1.1 loop over `asyncio.open_connection` on asyncio's own event loop, N keep-alive
+  connections (N = the concurrency), each sending the next body and reading its answer (status line, Content-Length,
+  body, the JSON's first choice). No retries, no cache, no journal, no slots. The bodies are exactly those PERAS sent
+  (read back from its llm_requests rows: model, messages, parameters, in the order sent), so both ask the same thing.
   Unlike bench_ceiling.py's and bench_engine.py's bare loops it does not use PERAS's transport, so PERAS's
   transport is part of what is measured.
 - PERAS: `peras judge` on a fresh copy of the ingested warehouse at `--concurrency N`. Throughput over the asking
@@ -47,6 +47,7 @@ import duckdb  # noqa: E402
 import orjson  # noqa: E402
 
 from bench.common import finish, headline, machine, peras_command, peras_env, versions  # noqa: E402
+from peras.llm import aio  # noqa: E402
 from peras.llm.client import LLMClient, chat_body  # noqa: E402
 from peras.llm.transport import FastHTTPTransport  # noqa: E402
 from peras.progress import CountingClient, Counts  # noqa: E402
@@ -78,7 +79,9 @@ def peras_round(
     if profile is not None:
         command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command]
     run_env = env | {"PERAS_WAREHOUSE": str(warehouse), "PERAS_SHARDS_DIR": str(base.parent / f"shards-{tag}")}
+    started = time.perf_counter()
     done = subprocess.run(command, env=run_env, capture_output=True, text=True, check=False)
+    command_s = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"peras judge failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     con = duckdb.connect(str(warehouse), read_only=True)
@@ -88,7 +91,7 @@ def peras_round(
         ).fetchone()
     finally:
         con.close()
-    return {"judgments": int(n), "span_s": float(span), "warehouse": warehouse}
+    return {"judgments": int(n), "span_s": float(span), "command_s": command_s, "warehouse": warehouse}
 
 
 def sent_requests(warehouse: Path) -> list[tuple[list[dict[str, str]], dict[str, Any]]]:
@@ -160,14 +163,16 @@ def layer_rounds(
     own: dict[str, list[float]] = {}
     server: dict[str, list[float]] = {}
     for _ in range(rounds):
-        for layer in ("raw loop", *LAYERS):
-            cpu, served = time.process_time(), server_cpu_s()
-            if layer == "raw loop":
-                n = asyncio.run(raw_loop(url, bodies, concurrency))["judgments"]
-            else:
-                n = asyncio.run(layer_run(url, layer, requests, concurrency, tmp))
-            own.setdefault(layer, []).append((time.process_time() - cpu) / n * 1e6)
-            server.setdefault(layer, []).append((server_cpu_s() - served) / n * 1e6)
+        for loop in ("asyncio", "uvloop"):  # asyncio's own loop, and the one PERAS asks on (peras/llm/aio.py)
+            for layer in ("raw loop", *LAYERS):
+                name = f"{layer} ({loop})"
+                cpu, served = time.process_time(), server_cpu_s()
+                if layer == "raw loop":
+                    n = aio.run(raw_loop(url, bodies, concurrency), loop)["judgments"]
+                else:
+                    n = aio.run(layer_run(url, layer, requests, concurrency, tmp), loop)
+                own.setdefault(name, []).append((time.process_time() - cpu) / n * 1e6)
+                server.setdefault(name, []).append((server_cpu_s() - served) / n * 1e6)
     return {
         "cpu_us_per_request": {layer: round(statistics.median(v), 1) for layer, v in own.items()},
         "server_cpu_us_per_request": {layer: round(statistics.median(v), 1) for layer, v in server.items()},
@@ -284,7 +289,7 @@ def main() -> None:
         requests: list[tuple[list[dict[str, str]], dict[str, Any]]] = []
         rows = []
         for concurrency in args.concurrency:
-            raw, ours, loads, before = [], [], [], []
+            raw, ours, loads, before, commands = [], [], [], [], []
             for index in range(args.rounds):
                 if args.before is not None:
                     earlier_env = env | {"PYTHONPATH": str(args.before)}
@@ -293,6 +298,7 @@ def main() -> None:
                     run["warehouse"].unlink()
                 run = peras_round(env, base, url, concurrency, f"c{concurrency}-{index}")
                 ours.append(run["judgments"] / run["span_s"])
+                commands.append(run["command_s"])
                 if not bodies:
                     bodies = sent_bodies(run["warehouse"])
                     requests = sent_requests(run["warehouse"])
@@ -313,6 +319,8 @@ def main() -> None:
                     "peras_per_s": [round(x, 1) for x in ours],
                     "ratio_per_round": [round(p / r, 3) for p, r in zip(ours, raw, strict=True)],
                     "ratio": round(statistics.median(ours) / statistics.median(raw), 3),
+                    # the whole `peras judge` (Prefect's start, the plan, the asking, the last load, the gate, exit)
+                    "peras_command_s": [round(x, 2) for x in commands],
                     "load_average_1min_per_round": loads,
                 }
             if before:

@@ -133,7 +133,8 @@ So PERAS publishes a copy for analysts next to the warehouse, `<warehouse stem>.
 
 - **When it is refreshed**: at the end of every stage that writes, after it publishes (a stage that fails
   publishes nothing and leaves the snapshot as it was); during a run that asks an LLM also after shards are
-  loaded, at most every `analyst_snapshot_interval_s` seconds (default 60; `PERAS_ANALYST_SNAPSHOT_INTERVAL_S`),
+  loaded (a run loads its journal at most every `load_interval_s` seconds, default 5; `PERAS_LOAD_INTERVAL_S`), at
+  most every `analyst_snapshot_interval_s` seconds (default 60; `PERAS_ANALYST_SNAPSHOT_INTERVAL_S`),
   the first time that long after the asking began, so progress counts move (a shorter run refreshes it once, as it
   ends). `PERAS_ANALYST_SNAPSHOT=false` turns it off.
 - **How**: the warehouse is checkpointed, copied to a temporary file in the same directory and renamed over the

@@ -195,3 +195,39 @@ def test_the_loop_choice() -> None:
 
 async def _loop_module() -> str:
     return type(asyncio.get_running_loop()).__module__
+
+
+class Stop(Exception):
+    """What the test's SIGTERM handler raises (cli/main.py raises Stopped)."""
+
+
+def test_sigterm_stops_the_run_and_its_handler_raises_after_the_unwinding(loop_choice: str) -> None:
+    import os
+    import signal
+    import threading
+
+    unwound: list[str] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Stop(signal.Signals(signum).name)
+
+    async def asking() -> None:
+        try:
+            # sent while the loop waits (in uvloop's C code, where a raising Python handler went unseen)
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+            await asyncio.sleep(5)  # stopped long before
+        finally:
+            unwound.append("journal closed")
+            await asyncio.sleep(0)  # the unwinding may still await (the last loads)
+            unwound.append("loaded")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        started = time.monotonic()
+        with pytest.raises(Stop, match="SIGTERM"):
+            aio.run(asking(), loop_choice)
+        assert time.monotonic() - started < 2
+        assert unwound == ["journal closed", "loaded"]
+        assert signal.getsignal(signal.SIGTERM) is handler  # back in place for the rest of the command
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -258,7 +258,9 @@ class Engine:
             del self._in_flight[request_id]
 
     async def _answer(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
-        stored = self._unloaded.get(request_id) or await self.cache.get(request_id)
+        stored = self._unloaded.get(request_id)
+        if stored is None and self.cache.might_have(request_id):  # else certainly not stored: no look-up to await
+            stored = await self.cache.get(request_id)
         if stored is not None and self._usable(request_id, stored):
             self.stats.n_cached += 1
             if stored.parse_status == "refused":
