@@ -57,8 +57,8 @@ JUDGING_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
         type=bounded(1),
         default=ROWS_PER_SHARD,
         show_default=True,
-        help="Judgments per shard: each full shard is loaded into the warehouse (progress visible) while judging "
-        "goes on.",
+        help="Judgments per shard: full shards are loaded into the warehouse (progress visible) while judging "
+        "goes on, at most every PERAS_LOAD_INTERVAL_S (5 s).",
     ),
     retry_failed_option(
         "Ask again the answers this run stored as unreadable or refused (a new run always re-asks them)."

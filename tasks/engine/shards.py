@@ -32,7 +32,8 @@ from peras.warehouse import connect, kept_open, now, retrying, retrying_bounded,
 from tasks.engine.spec import Attempt, RunIdentity
 from tasks.engine.stage import present_declarations, sql_of
 
-# Outcomes per shard by default (--chunk-size): each full shard is loaded while asking goes on, under the tight
+# Outcomes per shard by default (--chunk-size): full shards are loaded while asking goes on (tasks/engine/engine.py:
+# at most every load_interval_s, each in its own transaction), under the tight
 # memory cap of sql/warehouse/set_memory_tight.sql, which a shard of this many judgments fits (a larger one is
 # loaded under the wide cap on a second try, peras.warehouse.bounded).
 ROWS_PER_SHARD = 4096
