@@ -50,7 +50,7 @@ from bench.common import finish, headline, machine, peras_command, peras_env, ve
 from peras.llm import aio  # noqa: E402
 from peras.llm.client import LLMClient, chat_body  # noqa: E402
 from peras.llm.transport import FastHTTPTransport  # noqa: E402
-from peras.progress import CountingClient, Counts  # noqa: E402
+from peras.progress import Counts  # noqa: E402
 from support.fake_openai import fake_openai_process  # noqa: E402
 from support.prefect_server import prefect_server  # noqa: E402
 
@@ -135,7 +135,9 @@ async def layer_run(
     """Every request once through one layer of PERAS's asking path, `concurrency` at a time; the requests done."""
     client = LLMClient([url], MODEL, concurrency=concurrency, slots_dir=tmp / "slots" if "slots" in layer else None)
     transport = FastHTTPTransport(url, None, 120.0)
-    chat: Any = CountingClient(client, Counts(layer, len(requests))).chat if "counts" in layer else client.chat
+    if "counts" in layer:
+        client.counts = Counts(layer, len(requests))
+    chat: Any = client.chat
     queue = list(range(len(requests)))[::-1]
 
     async def worker() -> None:

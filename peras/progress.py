@@ -11,7 +11,6 @@ check; the flow log still gets the stage lines.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 import threading
@@ -138,28 +137,6 @@ def duration(seconds: float) -> str:
 
 ESTIMATE_AFTER_ANSWERS = 10
 ESTIMATE_AFTER_S = 60.0
-
-
-class CountingClient:
-    """An LLM client that counts each request on `counts` (sent, then answered or failed); the rest delegated."""
-
-    def __init__(self, client: Any, counts: Counts) -> None:
-        self._client, self._counts = client, counts
-
-    async def chat(self, *args: Any, **kwargs: Any) -> Any:
-        self._counts.request_sent()
-        try:
-            result = await self._client.chat(*args, **kwargs)
-        except asyncio.CancelledError:  # stopped (a signal, a sibling's failure): not a failed request
-            raise
-        except BaseException:
-            self._counts.request_failed()
-            raise
-        self._counts.request_answered(result)
-        return result
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 @contextmanager

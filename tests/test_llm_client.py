@@ -354,3 +354,27 @@ def test_bad_base_urls(urls: list[str], message: str) -> None:
 def test_instant_answers_are_stable(server: FakeOpenAI) -> None:
     assert instant({"messages": MESSAGES}) == instant({"messages": MESSAGES})
     assert run(chat_once(server.base_url)).text == instant({"messages": MESSAGES})
+
+
+def test_live_counts_of_answered_failed_and_stopped_requests(server: FakeOpenAI) -> None:
+    from peras.progress import Counts
+
+    server.responder = script([Reply("2", usage={"prompt_tokens": 120, "completion_tokens": 1}), Fault(400)])
+    counts = Counts("test", 3)
+
+    async def three() -> None:
+        async with LLMClient([server.base_url], "fake-model", **FAST) as client:
+            client.counts = counts
+            await client.chat(MESSAGES)
+            with pytest.raises(BackendError):
+                await client.chat(MESSAGES)
+            server.responder = lambda request: Reply("2", delay_s=5)
+            stopped = asyncio.ensure_future(client.chat(MESSAGES))
+            await asyncio.sleep(0.2)
+            stopped.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await stopped
+
+    run(three())
+    # the cancelled call was asked, and is neither answered nor failed (a stopped run is not a failing server)
+    assert (counts.sent, counts.answered, counts.failed, counts.tokens) == (3, 1, 1, 121)

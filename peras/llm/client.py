@@ -144,6 +144,9 @@ class LLMClient:
         ]
         self._requests_sent = 0
         self._turn = 0
+        # Live counts of the calls (peras.progress.Counts: request_sent, then request_answered or request_failed;
+        # a cancelled call is neither), read by the progress line and the Prefect artifact; None: not counted.
+        self.counts: Any = None
 
     @classmethod
     def from_settings(cls, settings: Any, base_urls: list[str] | None = None) -> LLMClient:
@@ -211,12 +214,20 @@ class LLMClient:
     async def chat(self, messages: list[dict[str, str]], params: dict[str, Any] | None = None) -> ChatResult:
         """One chat completion, retried and balanced as the module docstring says; BackendError on failure."""
         sent = [0]
+        counts = self.counts
+        if counts is not None:
+            counts.request_sent()
         try:
-            return await self._chat(messages, params or {}, sent)
+            result = await self._chat(messages, params or {}, sent)
         except BaseException as exc:
             with contextlib.suppress(AttributeError):  # what it cost, for the run-wide budget
                 exc.http_requests = sent[0]  # type: ignore[attr-defined]
+            if counts is not None and not isinstance(exc, asyncio.CancelledError):  # stopped: not a failed request
+                counts.request_failed()
             raise
+        if counts is not None:
+            counts.request_answered(result)
+        return result
 
     async def _chat(self, messages: list[dict[str, str]], params: dict[str, Any], sent: list[int]) -> ChatResult:
         body = self._body(messages, params)
@@ -267,7 +278,10 @@ class LLMClient:
         try:
             await endpoint.semaphore.acquire(item_step.get())  # not `async with held()`: this runs per request
             try:
-                index = await endpoint.slots.acquire() if endpoint.slots is not None else None
+                slots = endpoint.slots
+                index = None if slots is None else slots.try_acquire()  # no coroutine when a slot is free
+                if index is None and slots is not None:
+                    index = await slots.acquire()
                 try:
                     spent = self.budget_spent + self._requests_sent
                     if self.budget is not None and spent >= self.budget:

@@ -82,6 +82,10 @@ class EndpointSlots:
         self.slots = slots
         self.waited_s = 0.0  # time spent waiting for another process's slots (reported by the engine)
 
+    def try_acquire(self) -> int | None:
+        """A free slot's index at once, or None when every slot is held (then `await acquire()`)."""
+        return self._file.try_lock(self.slots)
+
     async def acquire(self) -> int:
         """A free slot's index; polls (2-50 ms) while other processes hold every slot."""
         delay = POLL_S[0]

@@ -223,7 +223,8 @@ class Engine:
         self.stats.n_items += 1
         if row.get("status") != "ok":
             self.stats.n_failures += 1
-        journal.outcome(row | {"judged_at": now_text()})
+        row["judged_at"] = now_text()  # the stage's row, journaled and dropped: stamped in place
+        journal.outcome(row)
         if self.on_item is not None:
             self.on_item()
 

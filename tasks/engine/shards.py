@@ -71,11 +71,11 @@ class ShardJournal:
         self._error: OSError | None = None  # a deferred write that failed (disk full): raised by the next call
 
     def request(self, row: dict[str, Any]) -> None:
-        """Journal one LLM request and its answer."""
+        """Journal one LLM request and its answer (the row is stamped with the warehouse and run in place)."""
         self._write("requests", row)
 
     def outcome(self, row: dict[str, Any]) -> None:
-        """Journal one outcome (a judgment, a batch); rotate when the shard is full."""
+        """Journal one outcome (a judgment, a batch; stamped in place); rotate when the shard is full."""
         self._write("outcomes", row)
         self._outcomes += 1
         if self._outcomes >= self.rows_per_shard:
@@ -86,7 +86,8 @@ class ShardJournal:
             raise self._error
         if not self._files:
             self._open()
-        self._pending[kind].append(orjson.dumps(self._stamp | row))
+        row.update(self._stamp)  # in place: the rows are the engine's own, built for this line (no copy)
+        self._pending[kind].append(orjson.dumps(row))
         if self._flush_scheduled:
             return
         try:

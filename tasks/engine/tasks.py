@@ -20,7 +20,7 @@ from peras.errors import UsageError
 from peras.llm import aio
 from peras.llm.client import LLMClient
 from peras.llm.constraints import FREE, Probe, probe_dialect, resolve_answer_format
-from peras.progress import CountingClient, Counts, asking
+from peras.progress import Counts, asking
 from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import render_sql, run_sql, run_statements
@@ -163,8 +163,9 @@ def ask_all(
 
             async def run() -> EngineStats:
                 async with make_client(settings, endpoint, spent, on_notice=notice) as client:
+                    client.counts = counts  # requests sent/answered/failed, live
                     engine = Engine(
-                        cast(LLMClient, CountingClient(client, counts)),  # requests sent/answered/failed, live
+                        client,
                         identity,
                         stage,
                         settings.warehouse,
