@@ -227,3 +227,56 @@ def test_label_token_top_logprobs_finds_last_label_token() -> None:
     assert label_token_top_logprobs(content, 2) == [{"token": " 2", "logprob": -0.1}]
     assert label_token_top_logprobs(content, 3) is None
     assert label_token_top_logprobs(None, 3) is None
+
+
+# An answer that is exactly one JSON object is read with one orjson.loads before the scan for objects (issue 35): the
+# same result as the scan, which a leading space sends every text through.
+ONE_OBJECT_ANSWERS = [
+    '{"relevance": 2, "confidence_score": 85}',
+    '{"relevance": 2, "relevance": 3, "confidence_score": 85}',  # a repeated key: the last one, as json reads it
+    '{"relevance": 2, "confidence_score": NaN}',  # orjson refuses NaN: the scan reads it
+    '{"relevance": 2, "confidence_score": 1e400}',  # orjson refuses infinity: the scan reads it
+    '{"relevance": 2, "note": {"relevance": 0}}',  # a nested object holding the key: the outer one, once
+    '{"relevance": 2} {"relevance": 3}',  # two objects: ambiguous
+    '{"confidence_score": 85}',  # no "relevance": no JSON object
+    '{"relevance": 2, "confidence_score": 85',  # cut off
+    '{"relevance": 2, "confidence_score": 85, "why": "a <b>bold</b> claim"}',  # "<": the reasoning check first
+    "{}",
+]
+
+
+@pytest.mark.parametrize("text", ONE_OBJECT_ANSWERS)
+def test_one_json_object_is_read_as_the_scan_reads_it(text: str) -> None:
+    from peras.llm.parsing import json_object_with
+
+    fast, scanned = json_object_with(text, "relevance"), json_object_with(" " + text, "relevance")
+    assert fast == scanned or (fast != fast and scanned != scanned)  # NaN is never equal to itself
+    assert type(fast) is type(scanned)
+
+
+KEYS = st.sampled_from(["relevance", "confidence_score", "x"])
+
+
+@given(st.dictionaries(KEYS, st.integers() | st.floats() | st.text()))
+@settings(max_examples=200, deadline=None)
+def test_any_one_object_is_read_as_the_scan_reads_it(answer: dict) -> None:
+    import json
+
+    from peras.llm.parsing import json_object_with
+
+    text = json.dumps(answer, ensure_ascii=False)
+    fast, scanned = json_object_with(text, "relevance"), json_object_with(" " + text, "relevance")
+    assert json.dumps(fast, sort_keys=True) == json.dumps(scanned, sort_keys=True)
+
+
+def test_now_text_is_now_as_iso_text() -> None:
+    from datetime import datetime, timedelta
+
+    from peras.warehouse import now, now_text
+
+    before = now()
+    stamped = [now_text() for _ in range(3)]
+    after = now()
+    for text in stamped:
+        assert len(text) == 26 and text[10] == "T" and text[19] == "."  # always with microseconds
+        assert before - timedelta(microseconds=1) <= datetime.fromisoformat(text) <= after

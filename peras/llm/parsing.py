@@ -51,8 +51,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Generic, NamedTuple, TypeVar
 
-import orjson
-
 
 @dataclass(frozen=True, slots=True)
 class ParseResult:
@@ -281,11 +279,11 @@ def json_object_with(text: str | None, key: str) -> dict[str, Any] | str:
     (`answer_body`), or why not: 'empty' or 'truncated' (`no_body_reason`), 'no JSON object', or 'ambiguous' for two
     that differ."""
     if text and text[0] == "{" and text[-1] == "}" and "<" not in text:  # the usual answer: the object alone
-        try:
-            whole = orjson.loads(text)  # what the scan below finds in it, without the scan (NaN: the scan reads it)
-        except orjson.JSONDecodeError:
-            whole = None
-        if isinstance(whole, dict) and key in whole:
+        try:  # the scan below would decode it at its first '{' and find nothing after it: its result, without the scan
+            whole, end = _DECODER.raw_decode(text, 0)
+        except json.JSONDecodeError:
+            whole, end = None, 0
+        if end == len(text) and isinstance(whole, dict) and key in whole:
             return whole
     body = answer_body(text)
     if body is None:
