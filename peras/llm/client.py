@@ -278,10 +278,11 @@ class LLMClient:
         try:
             await endpoint.semaphore.acquire(item_step.get())  # not `async with held()`: this runs per request
             try:
-                slots = endpoint.slots
-                index = None if slots is None else slots.try_acquire()  # no coroutine when a slot is free
-                if index is None and slots is not None:
-                    index = await slots.acquire()
+                index = None
+                if endpoint.slots is not None:
+                    index = endpoint.slots.try_acquire()  # no coroutine when a slot is free
+                    if index is None:
+                        index = await endpoint.slots.acquire()
                 try:
                     spent = self.budget_spent + self._requests_sent
                     if self.budget is not None and spent >= self.budget:

@@ -90,10 +90,12 @@ class Engine:
         self._failed_now: set[str] = set()
         self._loads: list[asyncio.Future[int]] = []
         self._journal: ShardJournal | None = None
-        # Closed shards waiting for the next load (their files, and the requests journaled until they closed), the
-        # task loading them, and the earliest time the next load may start (set as the asking starts).
+        # Closed shards waiting for the next load (their files), the requests journaled and not loaded when the last
+        # of them closed (a superset of those in them: what an earlier close saw is in it or loaded since), the task
+        # loading them, and the earliest time the next load may start (set as the asking starts).
         self.load_interval_s = load_interval_s
-        self._closed_shards: list[tuple[list[Path], list[str]]] = []
+        self._closed_shards: list[list[Path]] = []
+        self._closed_ids: list[str] = []
         self._loading: asyncio.Task[int] | None = None
         self._next_load_at: float | None = None
         self._asking_ended = asyncio.Event()
@@ -182,7 +184,8 @@ class Engine:
 
     def _closed(self, files: list[Path]) -> None:
         """A shard closed: it waits for the next load (started here unless one is under way or waiting)."""
-        self._closed_shards.append((files, list(self._unloaded)))
+        self._closed_shards.append(files)
+        self._closed_ids = list(self._unloaded)
         if self._loading is None:
             self._loading = asyncio.get_running_loop().create_task(self._load_closed())
             self._loads.append(self._loading)
@@ -198,9 +201,10 @@ class Engine:
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(wait_s):
                             await self._asking_ended.wait()
-                batch, self._closed_shards = self._closed_shards, []
+                shards, ids = self._closed_shards, self._closed_ids
+                self._closed_shards, self._closed_ids = [], []
                 self._next_load_at = time.monotonic() + self.load_interval_s
-                dropped += await self._load([files for files, _ in batch], [i for _, ids in batch for i in ids])
+                dropped += await self._load(shards, ids)
         finally:
             self._loading = None
         return dropped

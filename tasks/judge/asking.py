@@ -259,16 +259,10 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         params = self.label_params(item.cot, item.method)
         shape = label_answer_shape(item.cot, item.method)
         answer = await ask(Ask(messages, params, "label", JOINT_METHODS[item.method], shape=shape))
+        found: dict[str, Any] = {"label_request_id": answer.request_id, "confidence_request_id": answer.request_id}
         if not answer.ok:
-            return {
-                "label_request_id": answer.request_id,
-                "confidence_request_id": answer.request_id,
-                "status": "label_parse_failure",
-                "reason": answer.reason,
-            }
-        return {
-            "label_request_id": answer.request_id,
-            "confidence_request_id": answer.request_id,
+            return found | {"status": "label_parse_failure", "reason": answer.reason}
+        return found | {
             "status": "ok",
             "label": int(answer.parsed.value),
             "confidence": float(answer.parsed.confidence),
