@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from peras.llm.joint_parsing import JointResult, parse_self_answer
+from peras.llm.joint_parsing import parse_self_answer
+from peras.llm.parsing import Reading
 from peras.prompting import load_personalities, load_prompt
 from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tasks.judge.parsing import parse_certainty_answer
@@ -88,35 +89,35 @@ def test_self_and_certainty_prompts_byte_for_byte():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"relevance": 2, "confidence_score": 85, "explanation": "on topic"}', JointResult(2, 85.0, True, "json")),
-        ('```json\n{"relevance": 3, "confidence_score": 90.5}\n```', JointResult(3, 90.5, True, "json")),
-        ('Sure! Here it is: {"relevance": 0, "confidence_score": 0} Hope it helps.', JointResult(0, 0.0, True, "json")),
+        ('{"relevance": 2, "confidence_score": 85, "explanation": "on topic"}', Reading(2, 85.0, True, "json")),
+        ('```json\n{"relevance": 3, "confidence_score": 90.5}\n```', Reading(3, 90.5, True, "json")),
+        ('Sure! Here it is: {"relevance": 0, "confidence_score": 0} Hope it helps.', Reading(0, 0.0, True, "json")),
         (
             '<think>maybe {"relevance": 1}</think>{"relevance": 2, "confidence_score": 70}',
-            JointResult(2, 70.0, True, "json"),
+            Reading(2, 70.0, True, "json"),
         ),
-        ('{"relevance": 2.0, "confidence_score": 70}', JointResult(2, 70.0, True, "json")),
-        ('{"relevance": 2, "confidence_score": 0.75}', JointResult(2, 75.0, True, "json")),
-        ('{"relevance": 2, "confidence_score": 1}', JointResult(2, 1.0, True, "json")),
-        ('{"relevance": 2, "confidence_score": 1.0}', JointResult(2, 100.0, True, "json")),
-        ('{"relevance": 2, "confidence_score": "85%"}', JointResult(None, None, False, "confidence not a number")),
-        ('{"relevance": 2, "confidence_score": "85"}', JointResult(None, None, False, "confidence not a number")),
-        ('{"relevance": 2, "confidence_score": 150}', JointResult(None, None, False, "confidence out of range 0-100")),
-        ('{"relevance": 2, "confidence_score": -1}', JointResult(None, None, False, "confidence out of range 0-100")),
-        ('{"relevance": 4, "confidence_score": 80}', JointResult(None, None, False, "relevance out of range 0-3")),
-        ('{"relevance": 2.5, "confidence_score": 80}', JointResult(None, None, False, "relevance not an integer")),
-        ('{"relevance": "2", "confidence_score": 80}', JointResult(None, None, False, "relevance not a number")),
-        ('{"relevance": true, "confidence_score": 80}', JointResult(None, None, False, "relevance not a number")),
-        ('{"relevance": 2}', JointResult(None, None, False, "no confidence_score")),
-        ('{"confidence_score": 80}', JointResult(None, None, False, "no JSON object")),
-        ("relevance 2, confidence 80", JointResult(None, None, False, "no JSON object")),
-        ('{"relevance": 0, 1, 2 or 3, "confidence_score": number}', JointResult(None, None, False, "no JSON object")),
+        ('{"relevance": 2.0, "confidence_score": 70}', Reading(2, 70.0, True, "json")),
+        ('{"relevance": 2, "confidence_score": 0.75}', Reading(2, 75.0, True, "json")),
+        ('{"relevance": 2, "confidence_score": 1}', Reading(2, 1.0, True, "json")),
+        ('{"relevance": 2, "confidence_score": 1.0}', Reading(2, 100.0, True, "json")),
+        ('{"relevance": 2, "confidence_score": "85%"}', Reading(None, None, False, "confidence not a number")),
+        ('{"relevance": 2, "confidence_score": "85"}', Reading(None, None, False, "confidence not a number")),
+        ('{"relevance": 2, "confidence_score": 150}', Reading(None, None, False, "confidence out of range 0-100")),
+        ('{"relevance": 2, "confidence_score": -1}', Reading(None, None, False, "confidence out of range 0-100")),
+        ('{"relevance": 4, "confidence_score": 80}', Reading(None, None, False, "relevance out of range 0-3")),
+        ('{"relevance": 2.5, "confidence_score": 80}', Reading(None, None, False, "relevance not an integer")),
+        ('{"relevance": "2", "confidence_score": 80}', Reading(None, None, False, "relevance not a number")),
+        ('{"relevance": true, "confidence_score": 80}', Reading(None, None, False, "relevance not a number")),
+        ('{"relevance": 2}', Reading(None, None, False, "no confidence_score")),
+        ('{"confidence_score": 80}', Reading(None, None, False, "no JSON object")),
+        ("relevance 2, confidence 80", Reading(None, None, False, "no JSON object")),
+        ('{"relevance": 0, 1, 2 or 3, "confidence_score": number}', Reading(None, None, False, "no JSON object")),
         (
             '{"relevance": 2, "confidence_score": 80} or {"relevance": 3, "confidence_score": 60}',
-            JointResult(None, None, False, "ambiguous"),
+            Reading(None, None, False, "ambiguous"),
         ),
-        ("", JointResult(None, None, False, "empty")),
-        ("<think>still thinking", JointResult(None, None, False, "truncated")),
+        ("", Reading(None, None, False, "empty")),
+        ("<think>still thinking", Reading(None, None, False, "truncated")),
     ],
 )
 def test_self_answers_never_become_a_label_or_confidence_silently(text, expected):
@@ -127,22 +128,22 @@ def test_self_answers_never_become_a_label_or_confidence_silently(text, expected
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[[2]] [[85]]", JointResult(2, 85.0, True, "brackets")),
-        ("Relevance: [[ 0 ]]\nCertainty: [[100]]", JointResult(0, 100.0, True, "brackets")),
+        ("[[2]] [[85]]", Reading(2, 85.0, True, "brackets")),
+        ("Relevance: [[ 0 ]]\nCertainty: [[100]]", Reading(0, 100.0, True, "brackets")),
         (
             "<think>[[1]] [[5]] [[7]]</think>The score is [[3]]; certainty [[81]].",
-            JointResult(3, 81.0, True, "brackets"),
+            Reading(3, 81.0, True, "brackets"),
         ),
-        ("[[2]] [[85%]]", JointResult(None, None, False, "certainty [[85%]] not an integer")),
-        ("[[2]] certainty 85", JointResult(None, None, False, "missing [[label]] or [[certainty]]")),
-        ("2, 85", JointResult(None, None, False, "missing [[label]] or [[certainty]]")),
-        ("[[2]] [[85]] [[90]]", JointResult(None, None, False, "ambiguous")),
-        ("[[2]] [[0]]", JointResult(None, None, False, "certainty out of range 1-100")),
-        ("[[2]] [[101]]", JointResult(None, None, False, "certainty out of range 1-100")),
-        ("[[85]] [[2]]", JointResult(None, None, False, "label out of range 0-3")),
-        ("[[2.5]] [[85]]", JointResult(None, None, False, "label [[2.5]] not an integer")),
-        ("[[high]] [[85]]", JointResult(None, None, False, "label [[high]] not an integer")),
-        ("", JointResult(None, None, False, "empty")),
+        ("[[2]] [[85%]]", Reading(None, None, False, "certainty [[85%]] not an integer")),
+        ("[[2]] certainty 85", Reading(None, None, False, "missing [[label]] or [[certainty]]")),
+        ("2, 85", Reading(None, None, False, "missing [[label]] or [[certainty]]")),
+        ("[[2]] [[85]] [[90]]", Reading(None, None, False, "ambiguous")),
+        ("[[2]] [[0]]", Reading(None, None, False, "certainty out of range 1-100")),
+        ("[[2]] [[101]]", Reading(None, None, False, "certainty out of range 1-100")),
+        ("[[85]] [[2]]", Reading(None, None, False, "label out of range 0-3")),
+        ("[[2.5]] [[85]]", Reading(None, None, False, "label [[2.5]] not an integer")),
+        ("[[high]] [[85]]", Reading(None, None, False, "label [[high]] not an integer")),
+        ("", Reading(None, None, False, "empty")),
     ],
 )
 def test_certainty_answers_never_become_a_label_or_confidence_silently(text, expected):

@@ -85,3 +85,14 @@ def test_a_fully_cached_rerun_at_concurrency_one_looks_answers_up_together(sampl
     # every item's label look-up in one batch, then every confidence look-up (at concurrency 1 this was 80 batches
     # of one: items in flight were bounded by the concurrency, not by the requests in flight)
     assert batches == [40, 40]
+
+
+@pytest.mark.core
+def test_the_cache_filter_says_certainly_not_stored_and_the_search_decides_the_rest():
+    cache = AnswerCache(None, "m")  # type: ignore[arg-type] - no look-up: only what add() noted
+    stored = ["a1b2c3" + "0" * 58, "ffffff" + "1" * 58]
+    cache.add(stored)
+    same_top = "a1b2c3" + "2" * 58  # its first 24 bits are a stored one's: the filter lets it through, the search not
+    other_top = "a1b2c4" + "0" * 58
+    assert [cache.might_have(r) for r in [*stored, same_top, other_top]] == [True, True, False, False]
+    assert sum(bin(byte).count("1") for byte in cache._filter) == 2

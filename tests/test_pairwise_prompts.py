@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from peras.llm.parsing import Reading
 from peras.prompting import load_personalities, load_prompt
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs, draw_topic, stratum_quotas
 from tasks.pairwise.parsing import (
-    Verdict,
     option_logprobs,
     parse_certainty_verdict,
     parse_choice_verdict,
@@ -141,21 +141,21 @@ def test_prompt_bytes_with_and_without_personality(name, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("A]] [[85]]", Verdict("A", 85.0, True, "brackets")),  # continues the prompt's "[["
-        ("[[B]]\n[[100]]", Verdict("B", 100.0, True, "brackets")),  # repeats the brackets
-        (" B ]] certainty [[ 1 ]]", Verdict("B", 1.0, True, "brackets")),  # spaces inside and before
-        ("<think>[[A]]?</think>B]] [[60]]", Verdict("B", 60.0, True, "brackets")),  # reasoning dropped
-        ("C]] [[50]]", Verdict(None, None, False, "tie not offered")),
-        ("A]]", Verdict(None, None, False, "missing [[verdict]] or [[certainty]]")),
-        ("A]] [[85]] [[90]]", Verdict(None, None, False, "ambiguous")),
-        ("a]] [[85]]", Verdict(None, None, False, "verdict [[a]] not A or B")),
-        ("[[Passage A]] [[85]]", Verdict(None, None, False, "verdict [[Passage A]] not A or B")),
-        ("A]] [[85%]]", Verdict(None, None, False, "certainty [[85%]] not an integer")),
-        ("A]] [[X]]", Verdict(None, None, False, "certainty [[X]] not an integer")),  # the placeholder echoed
-        ("A]] [[0]]", Verdict(None, None, False, "certainty out of range 1-100")),
-        ("A]] [[101]]", Verdict(None, None, False, "certainty out of range 1-100")),
-        ("", Verdict(None, None, False, "empty")),
-        ("<think>still going", Verdict(None, None, False, "truncated")),
+        ("A]] [[85]]", Reading("A", 85.0, True, "brackets")),  # continues the prompt's "[["
+        ("[[B]]\n[[100]]", Reading("B", 100.0, True, "brackets")),  # repeats the brackets
+        (" B ]] certainty [[ 1 ]]", Reading("B", 1.0, True, "brackets")),  # spaces inside and before
+        ("<think>[[A]]?</think>B]] [[60]]", Reading("B", 60.0, True, "brackets")),  # reasoning dropped
+        ("C]] [[50]]", Reading(None, None, False, "tie not offered")),
+        ("A]]", Reading(None, None, False, "missing [[verdict]] or [[certainty]]")),
+        ("A]] [[85]] [[90]]", Reading(None, None, False, "ambiguous")),
+        ("a]] [[85]]", Reading(None, None, False, "verdict [[a]] not A or B")),
+        ("[[Passage A]] [[85]]", Reading(None, None, False, "verdict [[Passage A]] not A or B")),
+        ("A]] [[85%]]", Reading(None, None, False, "certainty [[85%]] not an integer")),
+        ("A]] [[X]]", Reading(None, None, False, "certainty [[X]] not an integer")),  # the placeholder echoed
+        ("A]] [[0]]", Reading(None, None, False, "certainty out of range 1-100")),
+        ("A]] [[101]]", Reading(None, None, False, "certainty out of range 1-100")),
+        ("", Reading(None, None, False, "empty")),
+        ("<think>still going", Reading(None, None, False, "truncated")),
     ],
 )
 def test_certainty_verdicts(text, expected):
@@ -165,14 +165,14 @@ def test_certainty_verdicts(text, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("C]]", Verdict("C", None, True, "brackets")),  # the tie
-        ("A]] because it answers", Verdict("A", None, True, "brackets")),
-        ("The verdict: [[B]]", Verdict("B", None, True, "brackets")),
-        ("A]] or [[B]]", Verdict(None, None, False, "ambiguous")),
-        ("[[A]] [[A]]", Verdict(None, None, False, "ambiguous")),  # the format has one verdict
-        ("D]]", Verdict(None, None, False, "verdict [[D]] not A, B or C")),
-        ("passage A is better", Verdict(None, None, False, "missing [[verdict]]")),
-        (None, Verdict(None, None, False, "empty")),
+        ("C]]", Reading("C", None, True, "brackets")),  # the tie
+        ("A]] because it answers", Reading("A", None, True, "brackets")),
+        ("The verdict: [[B]]", Reading("B", None, True, "brackets")),
+        ("A]] or [[B]]", Reading(None, None, False, "ambiguous")),
+        ("[[A]] [[A]]", Reading(None, None, False, "ambiguous")),  # the format has one verdict
+        ("D]]", Reading(None, None, False, "verdict [[D]] not A, B or C")),
+        ("passage A is better", Reading(None, None, False, "missing [[verdict]]")),
+        (None, Reading(None, None, False, "empty")),
     ],
 )
 def test_tie_verdicts(text, expected):
@@ -183,15 +183,15 @@ NOT_AB = "selected_output not 'Output (a)' or 'Output (b)'"
 TWO_OBJECTS = '{"selected_output": "Output (a)", "confidence_score": 9} {"selected_output": "Output (b)"}'
 
 
-def failed(reason: str) -> Verdict:
-    return Verdict(None, None, False, reason)
+def failed(reason: str) -> Reading[str]:
+    return Reading(None, None, False, reason)
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"selected_output": "Output (b)", "confidence_score": 90, "explanation": ""}', Verdict("B", 90.0, True, "json")),  # noqa: E501
-        ('```json\n{"selected_output": "Output (a)", "confidence_score": 0}\n```', Verdict("A", 0.0, True, "json")),
+        ('{"selected_output": "Output (b)", "confidence_score": 90, "explanation": ""}', Reading("B", 90.0, True, "json")),  # noqa: E501
+        ('```json\n{"selected_output": "Output (a)", "confidence_score": 0}\n```', Reading("A", 0.0, True, "json")),
         ('{"selected_output": "Output (c)", "confidence_score": 90}', failed(NOT_AB)),
         ('{"selected_output": "(a)", "confidence_score": 90}', failed(NOT_AB)),  # not as the template shows
         ('{"selected_output": "Output (a)", "confidence_score": "85%"}', failed("confidence not a number")),
@@ -208,9 +208,9 @@ def test_self_verdicts(text, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"selected_output": "Output (b)", "explanation": "it answers"}', Verdict("B", None, True, "json")),
-        ('{"selected_output": "Output (a)", "confidence_score": 90}', Verdict("A", None, True, "json")),  # ignored
-        ('<think>{"selected_output": "Output (b)"}</think>{"selected_output": "Output (a)"}', Verdict("A", None, True, "json")),  # noqa: E501
+        ('{"selected_output": "Output (b)", "explanation": "it answers"}', Reading("B", None, True, "json")),
+        ('{"selected_output": "Output (a)", "confidence_score": 90}', Reading("A", None, True, "json")),  # ignored
+        ('<think>{"selected_output": "Output (b)"}</think>{"selected_output": "Output (a)"}', Reading("A", None, True, "json")),  # noqa: E501
         ('{"selected_output": "Output (c)"}', failed(NOT_AB)),
         (TWO_OBJECTS, failed("ambiguous")),
         ("Output (a)", failed("no JSON object")),

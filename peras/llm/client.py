@@ -147,6 +147,9 @@ class LLMClient:
         # Live counts of the calls (peras.progress.Counts: request_sent, then request_answered or request_failed;
         # a cancelled call is neither), read by the progress line and the Prefect artifact; None: not counted.
         self.counts: Any = None
+        # Told when a request starts (True) and ends (False) a sleep before a retry, holding no slot meanwhile: the
+        # engine puts another item to work (tasks/engine/engine.py, Workers); None: nobody is told.
+        self.on_wait: Callable[[bool], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any, base_urls: list[str] | None = None) -> LLMClient:
@@ -186,6 +189,8 @@ class LLMClient:
         """Close every connection."""
         for endpoint in self._endpoints:
             await endpoint.transport.aclose()
+            if endpoint.slots is not None:
+                endpoint.slots.cool()  # no slot stays locked past the client (the loop may end before the turn's)
 
     async def check_ready(self, timeout_s: float = 10.0) -> dict[str, list[str]]:
         """List each URL's models (GET /models); BackendError unless every URL serves `model`."""
@@ -328,7 +333,15 @@ class LLMClient:
         if delay >= self.notice_after_s and self.on_notice is not None:
             said = f" {why}:" if why else ""
             self.on_notice(f"{endpoint.url}: {problem};{said} waiting {delay:,.0f} s before retry {attempt}")
-        await asyncio.sleep(delay)
+        on_wait = self.on_wait
+        if on_wait is None:
+            await asyncio.sleep(delay)
+            return
+        on_wait(True)
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            on_wait(False)
 
     def _body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
         return chat_body(self.model, messages, params)

@@ -38,8 +38,8 @@ def parse_self_answer(text: str | None) -> JointResult:
     confidence = json_confidence(answer, fraction_is_probability=True)
     if isinstance(confidence, str):
         return _fail(confidence)
-    return JointResult(int(label), confidence, True, "json")
+    return Reading(int(label), confidence, True, "json")
 
 
 def _fail(reason: str) -> JointResult:
-    return JointResult(None, None, False, reason)
+    return Reading(None, None, False, reason)

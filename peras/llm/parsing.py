@@ -52,7 +52,7 @@ from decimal import Decimal
 from typing import Any, Generic, NamedTuple, TypeVar
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is built for every answer read (0.14 us, frozen 0.49)
 class ParseResult:
     """A parsed value, or None with the reason it could not be read."""
 
@@ -75,8 +75,9 @@ class LogprobScores(NamedTuple):
 V = TypeVar("V")
 
 
-# No slots: Python 3.11 cannot make a frozen slotted generic through its alias (`Reading[int](...)` raises TypeError).
-@dataclass(frozen=True)
+# Built directly, never through an alias (`Reading[int](...)` raises TypeError on a slotted class, and cost 1.3 us an
+# answer where this costs 0.14: one is read for every request); not frozen, as `Answer` (frozen cost 0.5 us).
+@dataclass(slots=True)
 class Reading(Generic[V]):
     """A value and its confidence read from one answer (confidence None where the format has none), or None for both
     with the reason it could not be read."""

@@ -1,12 +1,12 @@
 """Which waiting request goes first when an endpoint's slots are all taken: an item's follow-up before a new item.
 
-The engine works on many items at once (tasks/engine/engine.py, MIN_ITEMS) while only `concurrency` requests are in
-flight per URL. With first-come-first-served slots, every item's first request (a label) is answered before any
-item's second (its confidence): on a slow server (the embedded CPU model answers a few requests a minute) no item
-finished for the first 256 labels, so nothing was committed and the progress line read "0 items, ETA ?" for half an
-hour. The engine marks each request with how many requests its item has asked before it (`item_step`); a free slot
-goes to the waiting request with the highest step, then to the longest waiting one. Items finish one after another,
-in about the order they began.
+The engine may work on more items than `concurrency` requests in flight per URL (tasks/engine/engine.py, Workers: one
+more for each waiting on the warehouse or a retry; an item sampling n answers asks n at once). With
+first-come-first-served slots, every item's first request (a label) is answered before any item's second (its
+confidence): on a slow server (the embedded CPU model answers a few requests a minute) no item finished for the first
+256 labels, so nothing was committed and the progress line read "0 items, ETA ?" for half an hour. The engine marks each
+request with how many requests its item has asked before it (`item_step`); a free slot goes to the waiting request with
+the highest step, then to the longest waiting one. Items finish one after another, in about the order they began.
 """
 
 from __future__ import annotations

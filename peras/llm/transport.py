@@ -212,10 +212,10 @@ class FastHTTPTransport:
             self._sweep = None
 
     async def _request(self, payload: bytes, timeout_s: float) -> Response:
-        loop = asyncio.get_running_loop()
         conn = self._take_idle()
         if conn is None:
             conn = await self._connect(timeout_s)
+        loop = conn.loop  # the running loop, kept by the connection (asking for it costs a getpid() on Python 3.11)
         waiter = conn.send(payload, loop.time() + timeout_s, timeout_s)
         self._busy.add(conn)
         self._watch(loop, timeout_s)
@@ -291,6 +291,7 @@ class _Connection(asyncio.Protocol):
     """One keep-alive connection: one request at a time, its response parsed as the bytes arrive."""
 
     def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()  # made by the loop's create_connection, on the loop
         self.transport: asyncio.Transport | None = None
         self.buffer = bytearray()
         self.waiter: asyncio.Future[tuple[int, dict[str, str], bytes, bool]] | None = None
@@ -306,7 +307,7 @@ class _Connection(asyncio.Protocol):
     def send(self, payload: bytes, deadline: float, timeout_s: float) -> asyncio.Future[Any]:
         """Write one request; the future its response resolves."""
         assert self.transport is not None
-        self.waiter = asyncio.get_running_loop().create_future()
+        self.waiter = self.loop.create_future()
         self.deadline, self.timeout_s = deadline, timeout_s
         self.buffer.clear()
         self._head = None

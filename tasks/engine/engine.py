@@ -3,8 +3,11 @@
 A stage hands over a plan (items, streamed) and a handler that turns an item into `Ask`s and their `Answer`s into
 an outcome row. The engine owns the rest:
 - bounded async sending: `concurrency x URLs` requests in flight for the whole run (the client holds a slot per
-  request), no barrier between chunks; at least MIN_ITEMS items are worked on at once, so that a small concurrency
-  does not serialise the look-ups of stored answers (a fully cached rerun at concurrency 8 looked up 8 at a time);
+  request), no barrier between chunks; as many items are worked on as requests may be in flight, plus one for each
+  that waits on something other than a slot (a look-up of stored answers, another item's identical request, a
+  retry's back-off), up to MAX_STALLED more (`Workers`): a small concurrency does not serialise the look-ups (a fully
+  cached rerun at concurrency 8 once looked up 8 at a time), and against a fast server no item waits for a slot
+  (256 items held for 8 slots cost each request ~15 us of the loop's CPU, a fifth of it, in the queue's wake-ups);
 - the answer cache: an identical request (model, messages, parameters, sample index) is answered from the
   warehouse, whatever its purpose. A stored failure (unreadable, refused) is reused only by the run that stored
   it, unless `retry_failed`; any other run asks again and the new answer replaces it (the old one is kept);
@@ -25,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,11 +46,80 @@ from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
 
 MAX_PASSES = 3  # a pass after the first only re-derives outcomes from stored answers
-MIN_ITEMS = 256  # items worked on at once, at least: each waits on the warehouse or for a slot of the client
+MAX_STALLED = 256  # items worked on beyond the concurrency, at most, while others wait on the warehouse or a retry
+_END = object()
+
+
+class Workers:
+    """The engine's workers for one pass: `concurrency` asking, plus one for each waiting on something other than a
+    slot of the client (`stall`), up to `concurrency + MAX_STALLED`; a worker left over once a wait ends stops after
+    its item."""
+
+    def __init__(self, concurrency: int, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        self.concurrency = max(1, concurrency)
+        self.limit = self.concurrency + MAX_STALLED
+        self.work = work
+        self.tasks: list[asyncio.Task[None]] = []
+        self.alive = 0
+        self.stalled = 0
+
+    def start(self) -> None:
+        for _ in range(self.concurrency):
+            self._add()
+
+    def _add(self) -> None:
+        self.alive += 1
+        self.tasks.append(asyncio.get_running_loop().create_task(self._run()))
+
+    async def _run(self) -> None:
+        try:
+            await self.work()
+        finally:
+            self.alive -= 1
+
+    def surplus(self) -> bool:
+        """Whether more workers are asking than the concurrency (the calling one should stop)."""
+        return self.alive - self.stalled > self.concurrency
+
+    def stall(self) -> None:
+        """A worker waits on something other than a slot: another takes up the asking, if the limit allows."""
+        self.stalled += 1
+        if self.alive - self.stalled < self.concurrency and self.alive < self.limit:
+            self._add()
+
+    def unstall(self) -> None:
+        self.stalled -= 1
+
+    def waiting(self, started: bool) -> None:
+        """The client's hook (`LLMClient.on_wait`): a request sleeps before a retry, holding no slot."""
+        if started:
+            self.stall()
+        else:
+            self.unstall()
+
+    async def wait(self) -> None:
+        """Until every worker, those added meanwhile too, has stopped; the first error raised."""
+        while True:
+            pending = [task for task in self.tasks if not task.done()]
+            if not pending:
+                break
+            await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            for task in self.tasks:
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+
+    async def stop(self) -> None:
+        """Cancel the workers still running and wait for them to unwind."""
+        for task in self.tasks:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
 class Engine:
     """Runs one stage's plan for one run against one client."""
+
+    _loop: asyncio.AbstractEventLoop  # the pass's, set as it starts
 
     def __init__(
         self,
@@ -99,6 +171,9 @@ class Engine:
         self._loading: asyncio.Task[int] | None = None
         self._next_load_at: float | None = None
         self._asking_ended = asyncio.Event()
+        self._workers = Workers(concurrency, self._no_work)  # each pass's own, made as it starts
+        if client is not None:
+            client.on_wait = lambda started: self._workers.waiting(started)
 
     async def run(self, plan: Plan) -> EngineStats:
         """Ask every item of the plan; repeat for items whose outcomes were refused at loading."""
@@ -131,7 +206,7 @@ class Engine:
         return self.on_lake and not self.retry_failed and self.stats.n_deferred == 0
 
     async def _one_pass(self, items: Iterator[Any]) -> None:
-        loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop()  # kept: asking for it costs a getpid() on Python 3.11, per request
         self._asking_ended.clear()
         if self._next_load_at is None:
             self._next_load_at = time.monotonic() + self.load_interval_s
@@ -142,8 +217,9 @@ class Engine:
         spent: list[BudgetReached] = []
 
         async def worker() -> None:
-            for item in items:  # one shared iterator: each item is taken by exactly one worker
-                if spent:
+            while not spent and not workers.surplus():
+                item = next(items, _END)  # one shared iterator: each item is taken by exactly one worker
+                if item is _END:
                     return
                 item_step.set(0)  # its requests count from 0: the later ones go before other items' first ones
                 try:
@@ -156,16 +232,14 @@ class Engine:
                     continue
                 self._finish(journal, row)
 
-        workers = [loop.create_task(worker()) for _ in range(max(MIN_ITEMS, self.concurrency))]
+        workers = self._workers = Workers(self.concurrency, worker)
+        workers.start()
         try:
-            await asyncio.gather(*workers)
+            await workers.wait()
             if spent:
                 raise spent[0]
         finally:
-            for task in workers:
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(*workers, return_exceptions=True)
+            await workers.stop()
             await self._settle_in_flight()
             self._asking_ended.set()  # a load waiting for its time starts now
             journal.close()
@@ -174,6 +248,10 @@ class Engine:
             errors = [result for result in results if isinstance(result, BaseException)]
             if errors:
                 raise errors[0]
+
+    @staticmethod
+    async def _no_work() -> None:
+        return
 
     async def _settle_in_flight(self) -> None:
         """Wait for requests a stage left running (a sibling of a failed one): each journals its answer, and it must
@@ -247,8 +325,12 @@ class Engine:
         shared = self._in_flight.get(request_id)
         if shared is not None:
             self.stats.n_cached += 1
-            return await asyncio.shield(shared)
-        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+            self._workers.stall()
+            try:
+                return await asyncio.shield(shared)
+            finally:
+                self._workers.unstall()
+        future: asyncio.Future[Answer] = self._loop.create_future()
         self._in_flight[request_id] = future
         try:
             answer = await self._answer(spec, request_id, prompt_hash)
@@ -265,7 +347,11 @@ class Engine:
     async def _answer(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
         stored = self._unloaded.get(request_id)
         if stored is None and self.cache.might_have(request_id):  # else certainly not stored: no look-up to await
-            stored = await self.cache.get(request_id)
+            self._workers.stall()
+            try:
+                stored = await self.cache.get(request_id)
+            finally:
+                self._workers.unstall()
         if stored is not None and self._usable(request_id, stored):
             self.stats.n_cached += 1
             if stored.parse_status == "refused":

@@ -69,6 +69,9 @@ class StoredAnswer:
     run_id: str | None
 
 
+FILTER_BITS = 24  # the answer cache's filter: a bit per value of a prefix's first 24 bits
+
+
 def id_prefix(request_id: str) -> int:
     """The first 64 bits of a request id (hex sha256), as an unsigned integer."""
     return int(request_id[:16], 16)
@@ -190,6 +193,10 @@ class AnswerCache:
         self.thread = thread
         self.model = model
         self._prefixes = np.empty(0, dtype=np.uint64)
+        # A bit per value of a prefix's first FILTER_BITS bits, set when a stored prefix has it: most requests a run
+        # asks are not stored, and one bit tells so in ~0.1 us where the sorted array's search costs ~2 us (numpy's
+        # call) for every request once a shard is loaded. 2 MB; at a million stored requests 6% of misses search.
+        self._filter = bytearray(1 << (FILTER_BITS - 3))
         self._waiting: dict[str, list[asyncio.Future[StoredAnswer | None]]] = {}
         self._busy = False
 
@@ -197,18 +204,28 @@ class AnswerCache:
         """Re-read which requests of the model are stored (call on the warehouse thread)."""
         rows = run_sql(self.thread.reading(), "engine/select_request_prefixes", {"model": self.model}).fetchnumpy()
         self._prefixes = np.sort(rows["prefix"].astype(np.uint64))
+        filter_ = np.zeros(1 << (FILTER_BITS - 3), dtype=np.uint8)
+        tops = np.unique(self._prefixes >> np.uint64(64 - FILTER_BITS)).astype(np.int64)
+        np.bitwise_or.at(filter_, tops >> 3, (1 << (tops & 7)).astype(np.uint8))
+        self._filter = bytearray(filter_.tobytes())
 
     def add(self, request_ids: list[str]) -> None:
         """Note requests just stored (their shard loaded), so that lookups find them."""
         if request_ids:
-            added = np.fromiter((id_prefix(r) for r in request_ids), dtype=np.uint64, count=len(request_ids))
-            self._prefixes = np.union1d(self._prefixes, added)
+            prefixes = [id_prefix(r) for r in request_ids]
+            self._prefixes = np.union1d(self._prefixes, np.array(prefixes, dtype=np.uint64))
+            for prefix in prefixes:
+                top = prefix >> (64 - FILTER_BITS)
+                self._filter[top >> 3] |= 1 << (top & 7)
 
     def might_have(self, request_id: str) -> bool:
         """False when the request is certainly not stored."""
         if not len(self._prefixes):  # nothing stored yet (a fresh run): no conversion, no search
             return False
         prefix = id_prefix(request_id)
+        top = prefix >> (64 - FILTER_BITS)
+        if not self._filter[top >> 3] >> (top & 7) & 1:
+            return False
         position = int(np.searchsorted(self._prefixes, np.uint64(prefix)))
         return position < len(self._prefixes) and int(self._prefixes[position]) == prefix
 
@@ -226,6 +243,7 @@ class AnswerCache:
     async def _drain(self) -> None:
         try:
             while self._waiting:
+                await self._gathered()
                 batch, self._waiting = self._waiting, {}
                 try:
                     found = await self.thread.call(self._lookup, sorted(batch))
@@ -239,6 +257,15 @@ class AnswerCache:
                         future.set_result(found.get(request_id))
         finally:
             self._busy = False
+
+    async def _gathered(self) -> None:
+        """Wait while look-ups keep coming: a worker waiting on one is replaced by another, which asks for the next
+        (tasks/engine/engine.py, Workers), so a rerun's look-ups join one batch instead of a batch per worker. Until
+        two turns of the loop bring none (a new worker's first step may come a turn after its start)."""
+        quiet, size = 0, len(self._waiting)
+        while quiet < 2:
+            await asyncio.sleep(0)
+            quiet, size = (quiet + 1, size) if len(self._waiting) == size else (0, len(self._waiting))
 
     def _lookup(self, request_ids: list[str]) -> dict[str, StoredAnswer]:
         con = self.thread.reading()

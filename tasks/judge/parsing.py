@@ -10,7 +10,7 @@ prompt); outside: failure. Reasoning blocks (`<think>...</think>`) are dropped f
 from __future__ import annotations
 
 from peras.llm.joint_parsing import JointResult
-from peras.llm.parsing import answer_body, double_bracketed, is_integer_text, no_body_reason
+from peras.llm.parsing import Reading, answer_body, double_bracketed, is_integer_text, no_body_reason
 
 
 def parse_certainty_answer(text: str | None) -> JointResult:
@@ -33,8 +33,8 @@ def parse_certainty_answer(text: str | None) -> JointResult:
         return _fail("label out of range 0-3")
     if not 1 <= certainty <= 100:
         return _fail("certainty out of range 1-100")
-    return JointResult(label, float(certainty), True, "brackets")
+    return Reading(label, float(certainty), True, "brackets")
 
 
 def _fail(reason: str) -> JointResult:
-    return JointResult(None, None, False, reason)
+    return Reading(None, None, False, reason)

@@ -65,7 +65,7 @@ def parse_certainty_verdict(text: str | None) -> Verdict:
         return _fail(f"certainty [[{certainty[:20]}]] not an integer")
     if not 1 <= int(certainty) <= 100:
         return _fail("certainty out of range 1-100")
-    return Verdict(choice, float(certainty), True, "brackets")
+    return Reading(choice, float(certainty), True, "brackets")
 
 
 def parse_tie_verdict(text: str | None) -> Verdict:
@@ -79,7 +79,7 @@ def parse_tie_verdict(text: str | None) -> Verdict:
         return _fail("ambiguous")
     if values[0] not in ("A", "B", "C"):
         return _fail(f"verdict [[{values[0][:20]}]] not A, B or C")
-    return Verdict(values[0], None, True, "brackets")
+    return Reading(values[0], None, True, "brackets")
 
 
 def parse_self_verdict(text: str | None) -> Verdict:
@@ -91,13 +91,13 @@ def parse_self_verdict(text: str | None) -> Verdict:
     confidence = json_confidence(answer, fraction_is_probability=False)
     if isinstance(confidence, str):
         return _fail(confidence)
-    return Verdict(choice, confidence, True, "json")
+    return Reading(choice, confidence, True, "json")
 
 
 def parse_choice_verdict(text: str | None) -> Verdict:
     """The "selected_output" of the answer's JSON object, without a confidence (rule in the module doc)."""
     found = _selected(text)
-    return found if isinstance(found, Reading) else Verdict(found[0], None, True, "json")
+    return found if isinstance(found, Reading) else Reading(found[0], None, True, "json")
 
 
 PARSERS = {
@@ -172,4 +172,4 @@ def _bracketed(text: str | None) -> list[str] | Verdict:
 
 
 def _fail(reason: str) -> Verdict:
-    return Verdict(None, None, False, reason)
+    return Reading(None, None, False, reason)
