@@ -452,6 +452,42 @@ def test_a_huge_n_samples_is_asked_batch_by_batch_until_the_budget_stops_it(samp
     assert sent <= 5
 
 
+def test_items_worked_on_at_once_are_the_concurrency_and_a_back_off_lets_another_item_go(sample, monkeypatch):
+    """tasks/engine/engine.py, Workers: as many items at once as requests may be in flight (256 items for 8 slots
+    cost each request ~15 us of the loop's CPU in the slot queue's wake-ups); a request sleeping before its retry holds
+    no slot, and another item takes it meanwhile."""
+    from tasks.judge.asking import JudgeStage
+
+    handle, at_once, peak = JudgeStage.handle, [0], [0]
+
+    async def counted(self, item, ask):
+        at_once[0] += 1
+        peak[0] = max(peak[0], at_once[0])
+        try:
+            return await handle(self, item, ask)
+        finally:
+            at_once[0] -= 1
+
+    monkeypatch.setattr(JudgeStage, "handle", counted)
+    first = []
+
+    def respond(request):
+        if not first:  # the first request: retry after 1 s (Retry-After)
+            first.append(request["messages"][-1]["content"])
+            return Fault(429, retry_after=1)
+        return instant(request)
+
+    with FakeOpenAI(respond) as server:
+        settings = use(sample, server)
+        settings.concurrency = 2
+        judge(collection="sample", personalities=["default"], cot=[False], limit_pairs=12, settings=settings)
+        asked = [r.body["messages"][-1]["content"] for r in server.chat_requests]
+    retried = asked.index(first[0], 1)  # the first request asked again after its back-off
+    assert (peak[0], len(asked)) == (3, 25)  # 2, and one more while one slept
+    assert retried > 12  # meanwhile the other items went on (12 pairs, 2 requests each, in about a second)
+    assert rows(sample, "select count(*) from judgments where status = 'ok'") == [(12,)]
+
+
 def test_on_a_slow_server_each_item_finishes_before_later_items_begin(sample):
     """With one slot and many items in flight, a free slot goes to an item's confidence request before another item's
     label (peras/llm/priority.py): items finish one by one from the start. First-come-first-served asked every
