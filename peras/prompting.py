@@ -91,11 +91,40 @@ class PromptTemplate:
     sampling: dict[str, Any]
 
     def render(self, **values: object) -> str:
-        """Fill every placeholder; missing or unexpected values are a programming error."""
-        if set(values) != set(self.placeholders):
+        """Fill every placeholder; missing or unexpected values are a programming error.
+
+        As `template.format_map(values)` (which only parses the template: braces inside a query or passage are left
+        alone), from the template parsed once (`_parts`): format_map parsed the ~2 KB template on every request.
+        """
+        parts = _PARTS.get(self.template)
+        if parts is None:
+            parts = _PARTS[self.template] = _parts(self)
+        keys, pieces = parts
+        if values.keys() != keys:
             raise ValueError(f"prompt {self.name} takes {sorted(self.placeholders)}, got {sorted(values)}")
-        # format_map only parses the template: braces inside a query or passage are left alone.
-        return self.template.format_map(values)
+        if pieces is None:
+            return self.template.format_map(values)
+        out: list[str] = []
+        for literal, name in pieces:
+            out.append(literal)
+            if name is not None:
+                value = values[name]
+                out.append(value if type(value) is str else format(value, ""))
+        return "".join(out)
+
+
+_PARTS: dict[str, tuple[frozenset[str], list[tuple[str, str | None]] | None]] = {}
+
+
+def _parts(template: PromptTemplate) -> tuple[frozenset[str], list[tuple[str, str | None]] | None]:
+    """The declared placeholders, and the template as (literal text, placeholder or None) pieces; None for a template
+    with anything but plain `{name}` fields (a format spec, a conversion, an index: format_map does those)."""
+    pieces: list[tuple[str, str | None]] = []
+    for literal, name, spec, conversion in string.Formatter().parse(template.template):
+        if name is not None and (spec or conversion or not name.isidentifier()):
+            return frozenset(template.placeholders), None
+        pieces.append((literal, name))
+    return frozenset(template.placeholders), pieces
 
 
 def load_personalities(extra_dir: Path | None = None) -> list[Personality]:

@@ -398,12 +398,14 @@ def test_settings_hide_url_credentials_when_serialized_but_keep_them_in_process(
 
 
 @pytest.mark.integration
-def test_an_identical_request_asked_twice_in_one_run_is_sent_once(settings, tmp_path, capsys, monkeypatch):
-    """Two pairs whose passages have one text ask identical requests; asked one after the other (concurrency 1,
-    so the in-flight dedupe cannot catch it, and before the shard holding the first answer is loaded), the second
-    reuses the first's answer."""
+@pytest.mark.parametrize("concurrency", [1, 8])
+def test_an_identical_request_asked_twice_in_one_run_is_sent_once(settings, tmp_path, capsys, monkeypatch, concurrency):
+    """Two pairs whose passages have one text ask identical requests. Asked one after the other (concurrency 1, so
+    the in-flight dedupe cannot catch it, and before the shard holding the first answer is loaded), the second reuses
+    the first's answer; asked while the first is in flight (concurrency 8, the original's requests answered after
+    a second, the other 39 pairs' at once), the second waits for the first's answer (tasks/engine/engine.py, ask)."""
     monkeypatch.setenv("PERAS_ENDPOINT_SLOTS_DIR", str(tmp_path / "slots"))
-    monkeypatch.setenv("PERAS_CONCURRENCY", "1")
+    monkeypatch.setenv("PERAS_CONCURRENCY", str(concurrency))
     files = user_files(tmp_path / "mine")
     first = json.loads(files["passages"].read_text().splitlines()[0])
     with files["passages"].open("a") as handle:
@@ -411,7 +413,12 @@ def test_an_identical_request_asked_twice_in_one_run_is_sent_once(settings, tmp_
     with files["qrels"].open("a") as handle:
         handle.write("s1 0 e1-copy 3\n")
     assert ingest_cli(capsys, settings.warehouse, files).exit_code == 0
-    with FakeOpenAI(instant) as server:
+
+    def respond(request):
+        slow = concurrency > 1 and first["doc"] in str(request["messages"])
+        return Reply(instant(request), delay_s=1.0 if slow else 0.0)
+
+    with FakeOpenAI(respond) as server:
         result = run_cli(
             capsys,
             *("judge", "mine", "--warehouse", str(settings.warehouse), "--personality", "default"),
@@ -419,6 +426,7 @@ def test_an_identical_request_asked_twice_in_one_run_is_sent_once(settings, tmp_
         )
         assert result.exit_code == 0, result.err
         bodies = [json.dumps(r.body, sort_keys=True) for r in server.chat_requests]
+    assert "(41 new; 80 requests sent, 2 reused)" in result.out
     assert len(bodies) == 41 * 2 - 2  # the copy's label and confidence requests are the original's
     assert len(set(bodies)) == len(bodies)
     original, copy = rows(

@@ -11,9 +11,13 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from peras.errors import InputError, UsageError
 from peras.prompting import (
+    PROMPT_NAMES,
+    PromptTemplate,
     load_personalities,
     load_prompt,
     prompt_hash,
@@ -292,3 +296,20 @@ def test_prompt_placeholders_checked(tmp_path: Path, template: str, placeholders
 def test_unknown_prompt_name() -> None:
     with pytest.raises(UsageError, match="unknown prompt 'nope'; known: label_nocot, label_cot, confidence"):
         load_prompt("nope")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(), other=st.text(alphabet="{}x ", max_size=12), score=st.integers(0, 3))
+def test_render_writes_what_format_map_writes_for_every_prompt(text: str, other: str, score: int) -> None:
+    """render fills the template parsed once (peras/prompting.py, _parts); format_map is the definition."""
+    for name in PROMPT_NAMES:
+        template = load_prompt(name)
+        values = {key: score if key == "predicted_score" else text + other for key in template.placeholders}
+        assert template.render(**values) == template.template.format_map(values), name
+
+
+def test_render_leaves_a_template_with_a_format_spec_to_format_map() -> None:
+    template = PromptTemplate("t", "", ("score", "query"), "{score:03d} {query!r} {{literal}}", {})
+    assert template.render(score=7, query="q") == "007 'q' {literal}"
+    with pytest.raises(ValueError, match="takes"):
+        template.render(score=7)

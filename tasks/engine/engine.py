@@ -154,7 +154,7 @@ class Engine:
         self.stats = EngineStats()
         self.thread = thread or WarehouseThread(warehouse)  # closed when the run ends
         self.cache = AnswerCache(self.thread, identity.model)
-        self._in_flight: dict[str, asyncio.Future[Answer]] = {}
+        self._in_flight: dict[str, asyncio.Future[Answer] | None] = {}
         # Answers this engine journaled whose shard is not loaded yet (the cache cannot see them), and the ids of
         # the requests it got a failure for: an identical request asked later in the run reuses that failure, never
         # resends (an answer that reads is always reused; keeping only failures keeps this small on a long run).
@@ -257,7 +257,7 @@ class Engine:
         """Wait for requests a stage left running (a sibling of a failed one): each journals its answer, and it must
         do so before the journal closes, or it would open a shard nobody loads."""
         while self._in_flight:
-            pending = [asyncio.shield(future) for future in self._in_flight.values()]
+            pending = [asyncio.shield(self._in_flight_future(request_id)) for request_id in list(self._in_flight)]
             await asyncio.gather(*pending, return_exceptions=True)
 
     def _closed(self, files: list[Path]) -> None:
@@ -322,27 +322,33 @@ class Engine:
         request_id, prompt_hash = request_hashes(self.identity.model, spec.messages, spec.params, spec.sample_index)
         step = item_step.get()
         item_step.set(step + 1)  # this item's next request waits for a slot ahead of items not yet this far
-        shared = self._in_flight.get(request_id)
-        if shared is not None:
+        if request_id in self._in_flight:  # the same request, asked by another item and not answered yet
             self.stats.n_cached += 1
             self._workers.stall()
             try:
-                return await asyncio.shield(shared)
+                return await asyncio.shield(self._in_flight_future(request_id))
             finally:
                 self._workers.unstall()
-        future: asyncio.Future[Answer] = self._loop.create_future()
-        self._in_flight[request_id] = future
+        self._in_flight[request_id] = None  # a future only once somebody waits for it: most requests have nobody
         try:
             answer = await self._answer(spec, request_id, prompt_hash)
         except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: a request nobody else waits for must not warn
+            future = self._in_flight.pop(request_id)
+            if future is not None:
+                future.set_exception(exc)
+                future.exception()  # retrieved: a waiter may be gone (cancelled) and must not leave a warning
             raise
-        else:
+        future = self._in_flight.pop(request_id)
+        if future is not None:
             future.set_result(answer)
-            return answer
-        finally:
-            del self._in_flight[request_id]
+        return answer
+
+    def _in_flight_future(self, request_id: str) -> asyncio.Future[Answer]:
+        """The future a request in flight resolves for those waiting on it (made by the first of them)."""
+        future = self._in_flight[request_id]
+        if future is None:
+            future = self._in_flight[request_id] = self._loop.create_future()
+        return future
 
     async def _answer(self, spec: Ask, request_id: str, prompt_hash: str) -> Answer:
         stored = self._unloaded.get(request_id)
