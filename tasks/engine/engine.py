@@ -109,7 +109,9 @@ class Workers:
                     raise task.exception()  # type: ignore[misc]
 
     async def stop(self) -> None:
-        """Cancel the workers still running and wait for them to unwind."""
+        """Cancel the workers still running and wait for them to unwind. No worker is added after: a request a stage
+        left running (a sibling of a failed one) may still wait on the warehouse or a retry."""
+        self.limit = 0
         for task in self.tasks:
             task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
