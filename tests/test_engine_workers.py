@@ -1,5 +1,5 @@
 """The engine's worker pool (tasks/engine/engine.py, Workers): `concurrency` workers, one more for each waiting on
-something other than a slot, none past the limit, and none once the pass has stopped."""
+something other than a slot, none past the limit, and none before a pass has started or once it has stopped."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def test_a_stall_adds_a_worker_and_its_end_makes_one_surplus():
         async def work() -> None:
             await release.wait()
 
-        workers = Workers(2, work)
-        workers.start()
+        workers = Workers(2)
+        workers.start(work)
         seen.append((workers.alive, workers.surplus()))
         workers.stall()  # one waits on the warehouse: a third takes up the asking
         seen.append((workers.alive, workers.surplus()))
@@ -40,8 +40,10 @@ def test_no_worker_past_the_limit_nor_after_the_pass_stopped():
         async def work() -> None:
             await asyncio.sleep(0)
 
-        workers = Workers(1, work)
-        workers.start()
+        workers = Workers(1)
+        workers.stall()  # not started (no pass yet): nothing to add
+        workers.unstall()
+        workers.start(work)
         for _ in range(MAX_STALLED + 10):  # every worker waits on the warehouse
             workers.stall()
         at_limit = len(workers.tasks)

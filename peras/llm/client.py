@@ -334,14 +334,13 @@ class LLMClient:
             said = f" {why}:" if why else ""
             self.on_notice(f"{endpoint.url}: {problem};{said} waiting {delay:,.0f} s before retry {attempt}")
         on_wait = self.on_wait
-        if on_wait is None:
-            await asyncio.sleep(delay)
-            return
-        on_wait(True)
+        if on_wait is not None:
+            on_wait(True)
         try:
             await asyncio.sleep(delay)
         finally:
-            on_wait(False)
+            if on_wait is not None:
+                on_wait(False)
 
     def _body(self, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
         return chat_body(self.model, messages, params)

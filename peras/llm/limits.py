@@ -61,15 +61,10 @@ class _SlotFile:
         if self._said is not None or not self._waiting:
             return
         for offset in range(WAITERS_AT, WAITERS_AT + WAITERS):
-            try:
-                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)  # no one else holds it
-            except OSError as exc:
-                if exc.errno not in (errno.EACCES, errno.EAGAIN):
-                    raise
-                continue
-            fcntl.lockf(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)  # the process's own: converted
-            self._said = offset
-            return
+            if self._lock_at_once(offset):  # no one else holds it
+                fcntl.lockf(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)  # the process's own lock
+                self._said = offset
+                return
 
     def wait_ends(self) -> None:
         self._waiting -= 1
@@ -83,15 +78,21 @@ class _SlotFile:
         for offset in range(WAITERS_AT, WAITERS_AT + WAITERS):
             if offset == self._said:
                 continue
-            try:
-                fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
-            except OSError as exc:
-                if exc.errno not in (errno.EACCES, errno.EAGAIN):
-                    raise
+            if self._lock_at_once(offset):
+                fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+            else:
                 count += 1
-                continue
-            fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
         return count
+
+    def _lock_at_once(self, offset: int) -> bool:
+        """Lock byte `offset` for this process alone, without waiting; False when another process holds it."""
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+            return False
+        return True
 
     def try_lock(self, slots: int) -> int | None:
         """Lock a slot no one holds, trying the ones this process does not hold in turn; None when all are taken.

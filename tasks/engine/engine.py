@@ -51,19 +51,21 @@ _END = object()
 
 
 class Workers:
-    """The engine's workers for one pass: `concurrency` asking, plus one for each waiting on something other than a
-    slot of the client (`stall`), up to `concurrency + MAX_STALLED`; a worker left over once a wait ends stops after
-    its item."""
+    """The engine's workers, started for each pass: `concurrency` asking, plus one for each waiting on something other
+    than a slot of the client (`stall`), up to `concurrency + MAX_STALLED`; a worker left over once a wait ends stops
+    after its item. Between passes (before the first, after `stop`) no worker is added."""
 
-    def __init__(self, concurrency: int, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    def __init__(self, concurrency: int) -> None:
         self.concurrency = max(1, concurrency)
-        self.limit = self.concurrency + MAX_STALLED
-        self.work = work
+        self.limit = 0
+        self.work: Callable[[], Coroutine[Any, Any, None]] | None = None
         self.tasks: list[asyncio.Task[None]] = []
         self.alive = 0
         self.stalled = 0
 
-    def start(self) -> None:
+    def start(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """`concurrency` workers running `work` (a pass)."""
+        self.work, self.limit, self.tasks = work, self.concurrency + MAX_STALLED, []
         for _ in range(self.concurrency):
             self._add()
 
@@ -72,6 +74,7 @@ class Workers:
         self.tasks.append(asyncio.get_running_loop().create_task(self._run()))
 
     async def _run(self) -> None:
+        assert self.work is not None, "started"
         try:
             await self.work()
         finally:
@@ -173,9 +176,9 @@ class Engine:
         self._loading: asyncio.Task[int] | None = None
         self._next_load_at: float | None = None
         self._asking_ended = asyncio.Event()
-        self._workers = Workers(concurrency, self._no_work)  # each pass's own, made as it starts
+        self._workers = Workers(concurrency)  # started by each pass
         if client is not None:
-            client.on_wait = lambda started: self._workers.waiting(started)
+            client.on_wait = self._workers.waiting
 
     async def run(self, plan: Plan) -> EngineStats:
         """Ask every item of the plan; repeat for items whose outcomes were refused at loading."""
@@ -234,8 +237,8 @@ class Engine:
                     continue
                 self._finish(journal, row)
 
-        workers = self._workers = Workers(self.concurrency, worker)
-        workers.start()
+        workers = self._workers
+        workers.start(worker)
         try:
             await workers.wait()
             if spent:
@@ -250,10 +253,6 @@ class Engine:
             errors = [result for result in results if isinstance(result, BaseException)]
             if errors:
                 raise errors[0]
-
-    @staticmethod
-    async def _no_work() -> None:
-        return
 
     async def _settle_in_flight(self) -> None:
         """Wait for requests a stage left running (a sibling of a failed one): each journals its answer, and it must
