@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
+import threading
 from pathlib import Path
 
 import orjson
@@ -52,3 +55,43 @@ def test_outside_an_event_loop_each_line_is_written_at_once(tmp_path: Path) -> N
     journal.request({"request_id": "q0"})
     assert lines(tmp_path, "requests") == [{"warehouse_id": "w1", "run_id": "r1", "request_id": "q0"}]
     journal.close()
+
+
+def test_a_rotation_in_an_event_loop_syncs_the_closed_files_off_the_loop(tmp_path: Path, monkeypatch) -> None:
+    synced: list[tuple[str, bool]] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append((Path(os.readlink(f"/proc/self/fd/{fd}")).name, threading.current_thread() is loop_thread))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    loop_thread = threading.current_thread()
+    closed: list[list[Path]] = []
+    journal = ShardJournal(tmp_path, IDENTITY, 1, on_closed=closed.append)
+
+    async def rotate_once() -> None:
+        journal.request({"request_id": "q0"})
+        journal.outcome({"item": 0})  # the shard's only outcome: rotated
+
+    asyncio.run(rotate_once())
+    # the loop's executor finished before asyncio.run returned: both files synced, neither on the loop's thread
+    assert sorted(synced) == sorted((path.name, False) for path in closed[0])
+    assert lines(tmp_path, "outcomes") == [{"warehouse_id": "w1", "run_id": "r1", "item": 0}]
+
+
+def test_a_shard_that_cannot_be_synced_fails_the_next_line(tmp_path: Path, monkeypatch) -> None:
+    def fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    journal = ShardJournal(tmp_path, IDENTITY, 1, on_closed=lambda files: None)
+
+    async def go_on_after_a_rotation() -> None:
+        journal.outcome({"item": 0})  # rotated: its files are synced on the executor's thread
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            journal.request({"request_id": "q1"})
+
+    with pytest.raises(OSError, match="Input/output error"):
+        asyncio.run(go_on_after_a_rotation())
