@@ -1,10 +1,11 @@
 """The peers of a small `peras judge` run (bench/bench_small_run.py), each a whole command in its own process.
 
-UMBRELA (`umbrela judge`) does not install from the registries here, so `--loop sdk` is a stand-in that does what
-its judging loop does: one OpenAI SDK client (`AsyncOpenAI`), a semaphore of `--concurrency`, one chat request per
-pair with an UMBRELA-style prompt (query, passage, "##final score: N"), the label read from the answer. Its imports
-and start are counted, as a user's `umbrela judge` would count them. `--loop raw` is the ceiling: a bare asyncio
-loop writing the same requests over keep-alive HTTP/1.1 connections (one per slot) with no client library.
+UMBRELA itself runs from bench/umbrela_judge.py, in its own environment. `--loop sdk` is the strictest peer of a
+small run, an UMBRELA-style loop faster than UMBRELA: one OpenAI SDK client (`AsyncOpenAI`), a semaphore of
+`--concurrency` (UMBRELA asks one request at a time), one chat request per pair with an UMBRELA-style prompt (query,
+passage, "##final score: N"), the label read from the answer, and nothing else imported (UMBRELA imports torch,
+transformers and pyserini, which starts a JVM). Its imports and start are counted. `--loop raw` is the ceiling: a
+bare asyncio loop writing the same requests over keep-alive HTTP/1.1 connections (one per slot), no client library.
 
     python bench/peer_loops.py --loop sdk|raw --pairs pairs.jsonl --base-url URL --model M [--concurrency 8]
 

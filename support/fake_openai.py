@@ -100,7 +100,9 @@ Responder = Callable[[dict[str, Any]], "str | list[str] | Reply | Fault"]
 
 def instant(request: dict[str, Any]) -> str | list[str]:
     """Stable varied answers: a label 0-3 for label prompts, a confidence 50-100 for confidence prompts; for the
-    'self' prompt a JSON object with both, for the 'certainty' prompt `[[label]]` then `[[certainty 1-100]]`.
+    'self' prompt a JSON object with both, for the 'certainty' prompt `[[label]]` then `[[certainty 1-100]]`; for
+    UMBRELA's own prompt (umbrela 0.0.7's, which asks for "a JSON dictionary of scores"; bench/umbrela_judge.py)
+    the JSON its parser reads, `{"M": m, "T": t, "O": label}`.
 
     The answer is a CRC32 of the last message, so the same prompt always gets the same answer, across runs
     and processes; choice i of n hashes the prompt with i appended.
@@ -110,6 +112,7 @@ def instant(request: dict[str, Any]) -> str | list[str]:
     is_confidence = b"please give a confidence score" in content
     is_self = b'"confidence_score": number' in content
     is_certainty = b"like so: [[X]]" in content
+    is_umbrela = b"Produce a JSON dictionary of scores" in content
     texts = []
     for i in range(int(request.get("n") or 1)):
         digest = zlib.crc32(content + (b"#%d" % i if i else b""))
@@ -117,6 +120,8 @@ def instant(request: dict[str, Any]) -> str | list[str]:
             texts.append(f'{{"relevance": {digest % 4}, "confidence_score": {50 + digest % 51}, "explanation": "x"}}')
         elif is_certainty:
             texts.append(f"Relevance: [[{digest % 4}]]\nCertainty: [[{1 + digest % 100}]]")
+        elif is_umbrela:
+            texts.append(f'{{"M": {digest // 4 % 4}, "T": {digest // 16 % 4}, "O": {digest % 4}}}')
         else:
             texts.append(str(50 + digest % 51) if is_confidence else str(digest % 4))
     return texts if len(texts) > 1 else texts[0]

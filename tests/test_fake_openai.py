@@ -36,6 +36,15 @@ def test_instant_label_and_confidence_answers() -> None:
     ]
 
 
+def test_instant_answers_umbrelas_own_prompt_in_the_json_its_parser_reads() -> None:
+    # umbrela 0.0.7's prompt ends so; its parser reads `"o": N` (bench/umbrela_judge.py runs the real UMBRELA)
+    content = "Query: cats\nPassage: Cats purr.\nProduce a JSON dictionary of scores without providing any reasoning."
+    crc = zlib.crc32(content.encode("utf-8"))
+    answer = instant({"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": content}]})
+    assert answer == f'{{"M": {crc // 4 % 4}, "T": {crc // 16 % 4}, "O": {crc % 4}}}'
+    assert re.search(r'"o": ([0-3])', answer.lower()).group(1) == str(crc % 4)  # type: ignore[union-attr]
+
+
 def test_instant_answers_vary_across_prompts() -> None:
     default = load_personalities()[0]
     answers = {instant({"messages": build_label_messages(default, f"q{i}", "d", cot=True)}) for i in range(40)}
