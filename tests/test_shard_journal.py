@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tasks.engine.shards import ShardJournal
+from tasks.engine.shards import MAX_SYNCING, ShardJournal
 from tasks.engine.spec import RunIdentity
 
 pytestmark = pytest.mark.core  # starts nothing
@@ -95,3 +95,30 @@ def test_a_shard_that_cannot_be_synced_fails_the_next_line(tmp_path: Path, monke
 
     with pytest.raises(OSError, match="Input/output error"):
         asyncio.run(go_on_after_a_rotation())
+
+
+def test_shards_closing_faster_than_the_disk_syncs_them_are_synced_on_the_loop(tmp_path: Path, monkeypatch) -> None:
+    released = threading.Event()
+    on_loop: list[int] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if threading.current_thread() is threading.main_thread():
+            on_loop.append(fd)
+        else:
+            released.wait(10)  # a slow disk: the executor's syncs are still running
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    journal = ShardJournal(tmp_path, IDENTITY, 1, on_closed=lambda files: None)
+
+    async def rotate_six_times() -> int:
+        for i in range(6):
+            journal.outcome({"item": i})  # each its own shard
+        synced_on_loop = len(on_loop)
+        released.set()
+        return synced_on_loop
+
+    # MAX_SYNCING (4) shards on the executor at once; the next two synced where they closed (two files each)
+    assert asyncio.run(rotate_six_times()) == (6 - MAX_SYNCING) * 2
+    assert [row["item"] for row in lines(tmp_path, "outcomes")] == list(range(6))

@@ -38,6 +38,9 @@ from tasks.engine.stage import present_declarations, sql_of
 # loaded under the wide cap on a second try, peras.warehouse.bounded).
 ROWS_PER_SHARD = 4096
 KINDS = ("requests", "outcomes")
+# Closed shards synced on the executor at once, at most: past that (tiny shards, `--chunk-size 1`, or a slow disk) a
+# rotation syncs on the loop as it used to, so open files and queued syncs stay bounded.
+MAX_SYNCING = 4
 
 
 def shard_dir(shards_root: Path, identity: RunIdentity) -> Path:
@@ -69,6 +72,7 @@ class ShardJournal:
         self._pending: dict[str, list[bytes]] = {kind: [] for kind in KINDS}
         self._flush_scheduled = False
         self._error: OSError | None = None  # a deferred write that failed (disk full): raised by the next call
+        self._syncing = 0  # closed shards being synced on the executor (each holds its two files open until then)
 
     def request(self, row: dict[str, Any]) -> None:
         """Journal one LLM request and its answer (the row is stamped with the warehouse and run in place)."""
@@ -138,13 +142,17 @@ class ShardJournal:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            loop = None
+        if loop is None or self._syncing >= MAX_SYNCING:  # shards closing faster than the disk syncs them: wait here
             _sync_and_close(handles)
         else:
+            self._syncing += 1
             loop.run_in_executor(None, _sync_and_close, handles).add_done_callback(self._synced)
         if self.on_closed is not None:
             self.on_closed(closed)
 
     def _synced(self, done: asyncio.Future[None]) -> None:
+        self._syncing -= 1
         # A shard that could not be synced (the disk failed, or filled as the kernel wrote it back): the next line
         # or rotation raises it, as a failed deferred write does.
         failed = None if done.cancelled() else done.exception()
