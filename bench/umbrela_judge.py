@@ -16,11 +16,12 @@ only because of what UMBRELA's dependencies do on import (set here unless given)
 at import, which openai >= 2 refuses without a key (OPENAI_API_KEY), and starts a JVM whose Anserini classes need
 Java 21 or later (JAVA_HOME; bench/setup_umbrela.sh says which JDK it found).
 
-Prints `judged N labels (R unreadable)` as bench/peer_loops.py does, then the seconds spent importing and judging.
+Prints the seconds spent importing and judging, then `judged N labels (R unreadable)` last, as bench/peer_loops.py does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -66,14 +67,10 @@ def main() -> None:
         judgments.extend(judge.judge(request))
     judged = time.perf_counter()
     # UMBRELA reads an unreadable answer as label 0 (and prints a line): count those with its own parser.
-    with open(os.devnull, "w", encoding="utf-8") as quiet:
-        stdout, sys.stdout = sys.stdout, quiet
-        try:
-            readable = sum(parse_fewshot_response(str(j["predition"]), "", "")[1] for j in judgments)
-        finally:
-            sys.stdout = stdout
-    print(f"judged {len(judgments)} labels ({len(judgments) - readable} unreadable)")
-    print(f"import {imported - started:.2f} s, judging {judged - imported:.2f} s", flush=True)
+    with open(os.devnull, "w", encoding="utf-8") as quiet, contextlib.redirect_stdout(quiet):
+        readable = sum(parse_fewshot_response(str(j["predition"]), "", "")[1] for j in judgments)
+    print(f"import {imported - started:.2f} s, judging {judged - imported:.2f} s")
+    print(f"judged {len(judgments)} labels ({len(judgments) - readable} unreadable)", flush=True)  # last, as the peers
 
 
 if __name__ == "__main__":
