@@ -64,6 +64,7 @@ class Counts:
         self.tokens = 0  # evaluated by the server: prompt tokens not served from its cache, plus the answers'
         self.started = time.monotonic()
         self.estimated = False
+        self._check_at = 0  # the items done when the estimate is next considered (after a no, 1/16 more items)
 
     def request_sent(self) -> None:
         self.sent += 1
@@ -78,9 +79,13 @@ class Counts:
 
     def item_done(self) -> None:
         self.items += 1
-        if not self.estimated and _watched and self.due_for_estimate():
+        if self.estimated or not _watched or self.items < self._check_at:
+            return  # per item: a long run that is fast says nothing, and would ask for the time 9,000 times
+        if self.due_for_estimate():
             self.estimated = True
             stage_line(self.estimate_line())
+        else:
+            self._check_at = self.items + max(1, self.items // 16)
 
     def due_for_estimate(self) -> bool:
         """Enough measured to say how long it will take: 5% of the items and 10 answers, or a minute of asking."""

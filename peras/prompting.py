@@ -234,12 +234,27 @@ def request_hashes(
     encoded = _canonical_messages(messages)
     payload = b"".join((
         b'{"messages":', encoded,
-        b',"model":', orjson.dumps(model) if type(model) is str else _canonical_json(model),
+        b',"model":', _canonical_model(model),
         b',"params":', _canonical_params(params),
         b',"sample_index":', b"%d" % sample_index if type(sample_index) is int else _canonical_json(sample_index),
         b"}",
     ))  # fmt: skip
     return hashlib.sha256(payload).hexdigest(), hashlib.sha256(encoded).hexdigest()
+
+
+_MODEL_CACHE: dict[str, bytes] = {}
+
+
+def _canonical_model(model: str) -> bytes:
+    """`_canonical_json(model)`, remembered: a run asks one model (or a few) thousands of times."""
+    found = _MODEL_CACHE.get(model) if type(model) is str else None
+    if found is None:
+        found = _canonical_json(model)
+        if type(model) is str:
+            if len(_MODEL_CACHE) >= _PARAMS_CACHE_SIZE:
+                _MODEL_CACHE.clear()
+            _MODEL_CACHE[model] = found
+    return found
 
 
 _PARAMS_CACHE: dict[bytes, bytes] = {}
@@ -270,9 +285,11 @@ def _canonical_params(params: dict[str, Any]) -> bytes:
 def _canonical_messages(messages: list[dict[str, str]]) -> bytes:
     """The canonical JSON of chat messages, fast: orjson writes strings exactly as json.dumps(ensure_ascii=False,
     separators=(",", ":"), sort_keys=True) does; anything but strings takes the general path (floats differ)."""
-    if all(isinstance(value, str) for message in messages for value in message.values()):
-        return orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)
-    return _canonical_json(messages)
+    for message in messages:  # plain loops: this runs once per request, a generator in all() costs twice as much
+        for value in message.values():
+            if type(value) is not str:
+                return _canonical_json(messages)
+    return orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)
 
 
 def _canonical_json(value: object) -> bytes:

@@ -74,6 +74,30 @@ def test_no_estimate_when_what_is_left_takes_seconds(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_after_a_no_the_estimate_is_considered_again_after_a_sixteenth_more_items(monkeypatch, capsys):
+    # Per item, a fast run would ask for the time and the rate at every item; it asks ~16 times per doubling.
+    monkeypatch.setattr(progress, "_watched", True)
+    clock = [1000.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    counts = progress.Counts("judge r", 10_000)
+    considered = []
+    due = counts.due_for_estimate
+    monkeypatch.setattr(counts, "due_for_estimate", lambda: considered.append(counts.items) or due())
+    for _ in range(10):
+        counts.request_answered(Answered())
+    for _ in range(1000):
+        clock[0] += 0.001  # 1,000 items a second: the 9,000 left take 9 s, not worth a line
+        counts.item_done()
+    assert considered[:6] == [1, 2, 3, 4, 5, 6]
+    assert considered[-2:] == [911, 967] and len(considered) == 92  # not 1,000
+    assert capsys.readouterr().err == ""
+    clock[0] += 600.0  # then the server slows down: the rest takes minutes, said within a sixteenth more items
+    for _ in range(1000 // 16 + 1):
+        counts.item_done()
+    assert considered[-1] == 1027
+    assert "the 8,973 items left take about" in capsys.readouterr().err
+
+
 def test_before_any_item_is_done_the_eta_is_a_lower_bound_from_the_answered_requests(monkeypatch):
     from peras import progress
 

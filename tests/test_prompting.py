@@ -18,6 +18,7 @@ from peras.errors import InputError, UsageError
 from peras.prompting import (
     PROMPT_NAMES,
     PromptTemplate,
+    _canonical_json,
     load_personalities,
     load_prompt,
     prompt_hash,
@@ -206,6 +207,33 @@ def test_request_hashes_match_the_canonical_json_of_the_whole_request() -> None:
     assert request_hashes("m", messages, params, 3)[0] == (
         "24957b2944decbd1bb6583eb374ca504c14d99bf43ef62dbe2a7b92cf648c76c"
     )
+
+
+_JSON_SCALARS = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(-1e6, 1e6) | st.text(max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.lists(
+        st.dictionaries(st.sampled_from(["role", "content", "name"]), st.text() | _JSON_SCALARS, min_size=1),
+        max_size=3,
+    ),
+    model=st.text(max_size=12),
+    params=st.dictionaries(st.sampled_from(["temperature", "top_p", "max_tokens", "seed"]), _JSON_SCALARS),
+    sample_index=st.integers(0, 10**6),
+)
+def test_request_hashes_equal_the_canonical_json_of_any_request(
+    messages: list[dict[str, object]], model: str, params: dict[str, object], sample_index: int
+) -> None:
+    # The fast paths (messages of text only, remembered models and parameters) hash exactly what the general
+    # canonical JSON of the whole request says; a model or parameter set asked twice hashes alike.
+    whole = {"model": model, "messages": messages, "params": params, "sample_index": sample_index}
+    expected = (
+        hashlib.sha256(_canonical_json(whole)).hexdigest(),
+        hashlib.sha256(_canonical_json(messages)).hexdigest(),
+    )
+    for _ in range(2):
+        assert request_hashes(model, messages, params, sample_index) == expected  # type: ignore[arg-type]
 
 
 def test_user_personality_comes_after_builtins(tmp_path: Path) -> None:
