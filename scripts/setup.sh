@@ -27,4 +27,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# PERAS's own modules compiled now (about a second; only what changed, on later runs): where Python is told not to
+# write bytecode (PYTHONDONTWRITEBYTECODE, as many containers and CI images set it), every command would otherwise
+# compile them again as it starts, ~80 ms of each command here (issue 35, docs/scaling.md).
+.venv/bin/python -m compileall -q -j 0 peras tasks flows cli support >/dev/null
+
 PYTHON=.venv/bin/python bash scripts/setup_local_model.sh
