@@ -71,8 +71,9 @@ class Counts:
 
     def request_answered(self, result: Any = None) -> None:
         self.answered += 1
-        prompt, cached = getattr(result, "prompt_tokens", None), getattr(result, "cached_tokens", None)
-        self.tokens += max((prompt or 0) - (cached or 0), 0) + (getattr(result, "completion_tokens", None) or 0)
+        if result is not None:  # per request: attributes read directly
+            prompt, cached = result.prompt_tokens or 0, result.cached_tokens or 0
+            self.tokens += (prompt - cached if prompt > cached else 0) + (result.completion_tokens or 0)
 
     def request_failed(self) -> None:
         self.failed += 1

@@ -61,3 +61,21 @@ def test_a_cancelled_waiter_gives_up_its_place_and_no_slot_is_lost():
         return held.got
 
     assert asyncio.run(main()) == ["kept", "after"]
+
+
+def test_try_acquire_takes_a_free_slot_only_when_nobody_waits_for_one():
+    # The client's per-request path: a free slot is taken without a coroutine; a waiter keeps its turn.
+    async def main() -> list[object]:
+        slots = PrioritySlots(2)
+        seen: list[object] = [slots.try_acquire(), slots.try_acquire(), slots.try_acquire()]  # two free, then none
+        waiter = asyncio.create_task(slots.acquire(0))
+        await asyncio.sleep(0)
+        slots.release()  # the freed slot goes to the waiter, not to the next try
+        seen.append(slots.try_acquire())
+        await waiter
+        slots.release()
+        slots.release()
+        seen.append(slots.try_acquire())  # free again, nobody waiting
+        return seen
+
+    assert asyncio.run(main()) == [True, True, False, False, True]

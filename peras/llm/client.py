@@ -281,7 +281,8 @@ class LLMClient:
         """One HTTP request through the URL's slots; it counts against the budget (and in `sent`) once it is sent."""
         endpoint.in_flight += 1
         try:
-            await endpoint.semaphore.acquire(item_step.get())  # not `async with held()`: this runs per request
+            if not endpoint.semaphore.try_acquire():  # per request: no coroutine when a slot is free (the usual)
+                await endpoint.semaphore.acquire(item_step.get())
             try:
                 index = None
                 if endpoint.slots is not None:

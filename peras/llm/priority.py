@@ -38,6 +38,13 @@ class PrioritySlots:
         finally:
             self.release()
 
+    def try_acquire(self) -> bool:
+        """Take a slot if one is free and nobody waits (then pair it with one `release`); no coroutine: per request."""
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return True
+        return False
+
     async def acquire(self, priority: int) -> None:
         """Wait for a slot (`held` without the context manager's cost, for the client's per-request path); pair
         every acquire that returns with one `release`."""

@@ -69,17 +69,13 @@ def decode_chat(content: bytes, url: str, latency_ms: float, attempts: int, want
     if cached is None:
         cached = (data.get("timings") or {}).get("cache_n")
     logprobs = [(c.get("logprobs") or {}).get("content") or [] for c in choices] if wants_logprobs else None
+    reasons = [c.get("finish_reason") for c in choices]
+    # Positional (per request: keywords cost twice as much): texts, finish_reasons, logprobs, prompt_tokens,
+    # completion_tokens, cached_tokens, latency_ms, base_url, attempts.
     return ChatResult(
-        texts=texts,
-        finish_reasons=[c.get("finish_reason") for c in choices],
-        logprobs=logprobs,
-        prompt_tokens=usage.get("prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
-        cached_tokens=cached,
-        latency_ms=latency_ms,
-        base_url=url,
-        attempts=attempts,
-    )
+        texts, reasons, logprobs, usage.get("prompt_tokens"), usage.get("completion_tokens"), cached,
+        latency_ms, url, attempts,
+    )  # fmt: skip
 
 
 def retry_after_s(headers: dict[str, str]) -> float | None:

@@ -216,9 +216,10 @@ class FastHTTPTransport:
         if conn is None:
             conn = await self._connect(timeout_s)
         loop = conn.loop  # the running loop, kept by the connection (asking for it costs a getpid() on Python 3.11)
-        waiter = conn.send(payload, loop.time() + timeout_s, timeout_s)
+        now = loop.time()
+        waiter = conn.send(payload, now + timeout_s, timeout_s)
         self._busy.add(conn)
-        self._watch(loop, timeout_s)
+        self._watch(loop, now, timeout_s)
         try:
             status, headers, content, keep = await waiter
         except TransportError:
@@ -238,9 +239,9 @@ class FastHTTPTransport:
             conn.close()
         return status, headers, content
 
-    def _watch(self, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
-        """Make sure a sweep runs within a tenth of `timeout_s` (at most a second) from now."""
-        due = loop.time() + min(1.0, timeout_s / 10)
+    def _watch(self, loop: asyncio.AbstractEventLoop, now: float, timeout_s: float) -> None:
+        """Make sure a sweep runs within a tenth of `timeout_s` (at most a second) from `now` (the loop's time)."""
+        due = now + min(1.0, timeout_s / 10)
         if self._sweep is not None:
             if self._sweep.when() <= due:
                 return

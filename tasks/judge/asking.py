@@ -197,7 +197,8 @@ class JudgeStage(PersonaStage[JudgeConfig]):
             if item.method == "sampling":
                 return row | await self._by_sampling(item, pair, ask)
             if item.method in JOINT_METHODS:
-                return row | await self._in_one_answer(item, pair, ask)
+                row.update(await self._in_one_answer(item, pair, ask))  # in place: one request per item, per item
+                return row
             return row | await self._by_label_then_confidence(item, pair, row, ask)
         except RequestRejected as exc:
             refused = {"status": "error", "reason": str(exc)[:500]}
@@ -259,10 +260,16 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         params = self.label_params(item.cot, item.method)
         shape = label_answer_shape(item.cot, item.method)
         answer = await ask(Ask(messages, params, "label", JOINT_METHODS[item.method], shape=shape))
-        found: dict[str, Any] = {"label_request_id": answer.request_id, "confidence_request_id": answer.request_id}
         if not answer.ok:
-            return found | {"status": "label_parse_failure", "reason": answer.reason}
-        return found | {
+            return {
+                "label_request_id": answer.request_id,
+                "confidence_request_id": answer.request_id,
+                "status": "label_parse_failure",
+                "reason": answer.reason,
+            }
+        return {
+            "label_request_id": answer.request_id,
+            "confidence_request_id": answer.request_id,
             "status": "ok",
             "label": int(answer.parsed.value),
             "confidence": float(answer.parsed.confidence),
