@@ -64,18 +64,22 @@ def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-_SECOND: tuple[int, str] = (-1, "")  # the last whole second `now_text` formatted, and its text (one object: threads)
+_SECOND: tuple[int, str] = (-1, "")  # the microsecond the last whole second `now_text` formatted began, and its text
 
 
 def now_text() -> str:
     """`now().isoformat(timespec="microseconds")` (naive UTC, 'YYYY-MM-DDTHH:MM:SS.ffffff') at a fraction of its cost:
-    the journal stamps two lines per request with it (tasks/engine/engine.py), so the seconds' text is kept."""
+    the journal stamps two lines per request with it (tasks/engine/engine.py), so the seconds' text is kept (one
+    object: threads), and the microseconds are written by `str`, not a format spec (0.32 against 0.45 us)."""
     global _SECOND
-    second, fraction = divmod(time.time_ns() // 1000, 1_000_000)
+    micros = time.time_ns() // 1000
     kept = _SECOND
-    if kept[0] != second:
-        kept = _SECOND = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
-    return f"{kept[1]}{fraction:06d}"
+    fraction = micros - kept[0]
+    if not 0 <= fraction < 1_000_000:
+        began = micros - micros % 1_000_000
+        kept = _SECOND = (began, datetime.fromtimestamp(began // 1_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+        fraction = micros - began
+    return kept[1] + str(1_000_000 + fraction)[1:]
 
 
 @contextmanager

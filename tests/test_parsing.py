@@ -280,3 +280,23 @@ def test_now_text_is_now_as_iso_text() -> None:
     for text in stamped:
         assert len(text) == 26 and text[10] == "T" and text[19] == "."  # always with microseconds
         assert before - timedelta(microseconds=1) <= datetime.fromisoformat(text) <= after
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(2 * 10**9, 4_102_444_800 * 10**9),
+    st.lists(st.integers(-(2 * 10**9), 2 * 10**9), min_size=1, max_size=6),
+)
+def test_now_text_writes_any_instant_as_isoformat_would(base: int, steps: list[int]) -> None:
+    # The kept second's text is reused only within that second: instants in any order (the clock may step back),
+    # across second boundaries, each written as datetime.isoformat writes it.
+    from datetime import datetime, timedelta
+    from unittest import mock
+
+    from peras import warehouse
+
+    for ns in (base + step for step in steps):
+        with mock.patch.object(warehouse.time, "time_ns", return_value=ns):
+            written = warehouse.now_text()
+        expected = datetime(1970, 1, 1) + timedelta(microseconds=ns // 1000)
+        assert written == expected.isoformat(timespec="microseconds")
