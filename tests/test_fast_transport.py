@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from peras.llm import aio
 from peras.llm.transport import FastHTTPTransport, TransportError
@@ -231,3 +233,79 @@ def test_sigterm_stops_the_run_and_its_handler_raises_after_the_unwinding(loop_c
         assert signal.getsignal(signal.SIGTERM) is handler  # back in place for the rest of the command
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class _Wire:
+    """A stand-in for the socket transport under one _Connection: what it was asked to write, and whether closed."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _read(pieces: list[bytes]) -> tuple[str, Any]:
+    """How a connection ends a request whose answer arrives in these pieces: its result (and whether the connection
+    is reused after every piece arrived), its error, or nothing yet."""
+    from peras.llm.transport import _Connection
+
+    async def main() -> tuple[str, Any]:
+        connection = _Connection()
+        connection.connection_made(_Wire())  # type: ignore[arg-type]
+        waiter = connection.send(b"", 0.0, 1.0)
+        for piece in pieces:
+            connection.data_received(piece)
+        if not waiter.done():
+            return "pending", len(connection.buffer)
+        if waiter.exception() is not None:
+            return "error", repr(waiter.exception())
+        status, headers, body, keep = waiter.result()
+        return "answer", (status, headers, body, keep and connection.reusable())  # reused as the transport decides
+
+    return asyncio.run(main())
+
+
+_ANSWERS = [
+    ok(b'{"choices": []}'),
+    ok(b"x" * 300, "Connection: close", "Retry-After: 7"),
+    ok(b"two") + ok(b"answers"),  # more than asked for: read, but the connection is not kept
+    ok(b"short")[:-2],  # the body not all there yet
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\n\r\nuntil the server closes",
+    b"SSH-2.0-OpenSSH\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: -4\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5",  # the head not all there yet
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(answer=st.sampled_from(_ANSWERS), cuts=st.lists(st.integers(0, 400), max_size=4))
+def test_an_answer_in_one_piece_reads_as_in_any_pieces(answer: bytes, cuts: list[int]) -> None:
+    # The one-piece path (no buffer) and the general one agree on every framing, head and failure.
+    edges = sorted({min(cut, len(answer)) for cut in cuts} | {0, len(answer)})
+    pieces = [answer[a:b] for a, b in zip(edges, edges[1:], strict=False) if b > a]
+    assert _read([answer]) == _read(pieces)
+    assert _read([answer]) == _read([answer[i : i + 1] for i in range(len(answer))])
+
+
+def test_response_heads_are_remembered_bounded_and_failures_are_not() -> None:
+    from peras.llm import transport
+
+    transport._HEADS.clear()
+    head = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 0"
+    first = transport._read_head(head)
+    assert transport._read_head(head) is first
+    assert first == ((429, {"retry-after": "3", "content-length": "0"}, True), 0)
+    with pytest.raises(ValueError, match="not an HTTP response"):
+        transport._read_head(b"SSH-2.0-OpenSSH")
+    assert list(transport._HEADS) == [head]
+    for length in range(transport._HEADS_KEPT + 5):
+        transport._read_head(b"HTTP/1.1 200 OK\r\nContent-Length: %d" % length)
+    assert 0 < len(transport._HEADS) <= transport._HEADS_KEPT

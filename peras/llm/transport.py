@@ -335,6 +335,8 @@ class _Connection(asyncio.Protocol):
         if self.waiter is None:  # bytes nobody asked for (or after the request failed): never reuse this connection
             self.close()
             return
+        if self._head is None and not self.buffer and self._whole(data):
+            return
         self.buffer += data
         try:
             response = self._parse()
@@ -345,6 +347,23 @@ class _Connection(asyncio.Protocol):
             waiter, self.waiter = self.waiter, None
             if not waiter.done():
                 waiter.set_result(response)
+
+    def _whole(self, data: bytes) -> bool:
+        """A response read whole, exactly, in one piece (the usual for a short answer): resolved from `data` itself,
+        without the buffer's copies. False, with nothing changed, for anything else (the general path reads it)."""
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            return False
+        try:
+            (status, headers, keep), length = _read_head(data[:end])
+        except ValueError:
+            return False  # the general path fails it, as it fails any head that is not HTTP
+        if length < 0 or len(data) - end - 4 != length:
+            return False
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result((status, headers, data[end + 4 :], keep))
+        return True
 
     def eof_received(self) -> bool:
         self.ended = True
@@ -373,7 +392,7 @@ class _Connection(asyncio.Protocol):
                 if len(buffer) > MAX_HEAD:
                     raise ValueError(f"a response head longer than {MAX_HEAD} bytes")
                 return None
-            self._head, self._length = _parse_head(bytes(buffer[:end]).decode("latin-1"))
+            self._head, self._length = _read_head(bytes(buffer[:end]))
             del buffer[: end + 4]
         status, headers, keep = self._head
         if self._length >= 0:
@@ -386,6 +405,24 @@ class _Connection(asyncio.Protocol):
             found = _dechunk(buffer)
             return None if found is None else (status, headers, found, keep)
         return None  # until the server closes: _at_end
+
+
+# Response heads read, by their bytes: a server answering short requests repeats its heads (the same status,
+# headers, Date within a second and the few body lengths of short answers), and reading one costs ~1.5 us of
+# the ~3 us a response takes to read. Bounded: emptied when full. The headers dicts are shared: read only.
+_HEADS: dict[bytes, tuple[tuple[int, dict[str, str], bool], int]] = {}
+_HEADS_KEPT = 1024
+
+
+def _read_head(head: bytes) -> tuple[tuple[int, dict[str, str], bool], int]:
+    """`_parse_head` of the head's bytes, remembered."""
+    found = _HEADS.get(head)
+    if found is None:
+        found = _parse_head(head.decode("latin-1"))  # not HTTP: ValueError, nothing remembered
+        if len(_HEADS) >= _HEADS_KEPT:
+            _HEADS.clear()
+        _HEADS[head] = found
+    return found
 
 
 def _parse_head(head: str) -> tuple[tuple[int, dict[str, str], bool], int]:
