@@ -14,15 +14,16 @@ a 0-100 confidence in one answer: one request per judgment), against the instant
   span, read from its llm_requests rows (first request sent to last answer), so Prefect's start-up is left out.
 
 Rounds alternate raw and PERAS at each concurrency (the machine is shared: the ratio per round and the load
-averages are the result, not the absolute rates). `--profile` runs one more PERAS round per concurrency under
+averages are the result, not the absolute rates). 11 by default: on these shared cores the raw loop alone moves a
+fifth either way between rounds, and medians of 5 rounds did not tell a 3% change from that (docs/scaling.md). `--profile` runs one more PERAS round per concurrency under
 cProfile and keeps the top functions (own time) and their share of the asking engine's time. `--layers` measures,
 per concurrency, the CPU per request of each layer of PERAS's asking path in this process against the same server
 and requests (the raw loop, the transport alone, the client, its machine-wide slots, the progress counts), and the
 server's own CPU per request while each runs (read from /proc; Linux): where PERAS's CPU goes beyond the raw loop's.
 
-    .venv/bin/python bench/bench_per_request.py [--rounds 3] [--concurrency 8 64] [--profile] [--before ../main]
+    .venv/bin/python bench/bench_per_request.py [--rounds 11] [--concurrency 8 64] [--profile] [--before ../main]
     .venv/bin/python bench/bench_per_request.py --rounds 3 --layers   # the CPU per request, layer by layer
-    .venv/bin/python bench/bench_per_request.py --latency 50 450 --concurrency 512   # goal 2's second half
+    .venv/bin/python bench/bench_per_request.py --latency 50 450 --concurrency 512 --rounds 3   # goal 2's second half
 """
 
 from __future__ import annotations
@@ -249,7 +250,7 @@ def top_functions(profile: Path, n: int = 25) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 64])
     parser.add_argument("--profile", action="store_true", help="one more PERAS round per concurrency under cProfile")
     parser.add_argument(
