@@ -301,6 +301,26 @@ def test_cached_tokens(server: FakeOpenAI, reply: Reply, cached: int | None) -> 
     assert run(chat_once(server.base_url)).cached_tokens == cached
 
 
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"usage": "n/a"},
+        {"usage": {"prompt_tokens": "10", "completion_tokens": 1.5, "prompt_tokens_details": ["cached"]}},
+        {"usage": {"prompt_tokens": -1, "completion_tokens": True}, "timings": 17},
+    ],
+)
+def test_an_odd_usage_block_loses_the_counts_not_the_answer(server: FakeOpenAI, odd: dict[str, Any]) -> None:
+    # Counts that are not whole numbers are not said (the warehouse keeps them as integers); the text is read.
+    server.responder = script([Reply("2", extra=odd)])
+    result = run(chat_once(server.base_url))
+    assert (result.text, result.prompt_tokens, result.completion_tokens, result.cached_tokens) == (
+        "2",
+        None,
+        None,
+        None,
+    )
+
+
 def test_malformed_200_is_retried_then_reported(server: FakeOpenAI) -> None:
     server.responder = script([Fault(200, body="<html>proxy</html>")] * 2)
     with pytest.raises(

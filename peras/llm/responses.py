@@ -64,18 +64,32 @@ def decode_chat(content: bytes, url: str, latency_ms: float, attempts: int, want
         return None
     if not texts:
         return None
-    usage = data.get("usage") or {}
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    # What the answer cost, where the server says it: a count that is not a whole number is not said (a proxy's or
+    # a young server's odd usage block must not lose the answer's text, nor reach the warehouse's integer columns).
+    usage = _object(data.get("usage"))
+    cached = _count(_object(usage.get("prompt_tokens_details")).get("cached_tokens"))
     if cached is None:
-        cached = (data.get("timings") or {}).get("cache_n")
+        cached = _count(_object(data.get("timings")).get("cache_n"))
     logprobs = [(c.get("logprobs") or {}).get("content") or [] for c in choices] if wants_logprobs else None
     reasons = [c.get("finish_reason") for c in choices]
     # Positional (per request: keywords cost twice as much): texts, finish_reasons, logprobs, prompt_tokens,
     # completion_tokens, cached_tokens, latency_ms, base_url, attempts.
     return ChatResult(
-        texts, reasons, logprobs, usage.get("prompt_tokens"), usage.get("completion_tokens"), cached,
+        texts, reasons, logprobs, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached,
         latency_ms, url, attempts,
     )  # fmt: skip
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if type(value) is dict else {}
+
+
+def _count(value: Any) -> int | None:
+    if type(value) is int:
+        return value if value >= 0 else None
+    if type(value) is float and value.is_integer() and value >= 0:
+        return int(value)  # 12.0: a whole number, written as a float
+    return None
 
 
 def retry_after_s(headers: dict[str, str]) -> float | None:
