@@ -15,8 +15,9 @@ a 0-100 confidence in one answer: one request per judgment), against the instant
 
 Rounds alternate raw and PERAS at each concurrency (the machine is shared: the ratio per round and the load
 averages are the result, not the absolute rates). 11 by default: on these shared cores the raw loop alone moves a
-fifth either way between rounds, and medians of 5 rounds did not tell a 3% change from that (docs/scaling.md). `--profile` runs one more PERAS round per concurrency under
-cProfile and keeps the top functions (own time) and their share of the asking engine's time. `--layers` measures,
+fifth either way between rounds, and medians of 5 rounds did not tell a 3% change from that (docs/scaling.md).
+`--profile` runs one more PERAS round per concurrency under cProfile and keeps the top functions (own time) and their
+share of the asking engine's time. `--layers` measures,
 per concurrency, the CPU per request of each layer of PERAS's asking path in this process against the same server
 and requests (the raw loop, the transport alone, the client, its machine-wide slots, the progress counts), and the
 server's own CPU per request while each runs (read from /proc; Linux): where PERAS's CPU goes beyond the raw loop's.
