@@ -154,12 +154,14 @@ def main() -> None:
         "umbrela": None,
         "versions": versions("prefect", "openai"),
         "headline": [
+            # With UMBRELA itself measured (--umbrela) it is goal 1's peer, and the SDK loop, its stand-in where
+            # UMBRELA is not installed, is reported.
             headline(
                 "small run: peras / UMBRELA-style SDK loop, wall (median of rounds)",
                 statistics.median(ratios),
                 "x",
-                "<= 1",
-                statistics.median(ratios) <= 1,
+                "report" if options.umbrela else "<= 1",
+                bool(options.umbrela) or statistics.median(ratios) <= 1,
             ),
         ],
     }
