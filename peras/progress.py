@@ -64,7 +64,9 @@ class Counts:
         self.tokens = 0  # evaluated by the server: prompt tokens not served from its cache, plus the answers'
         self.started = time.monotonic()
         self.estimated = False
-        self._check_at = 0  # the items done when the estimate is next considered (after a no, 1/16 more items)
+        # After a no, the estimate is considered again at a sixteenth more items or a second later, whichever first.
+        self._check_at = 0
+        self._check_by = 0.0
 
     def request_sent(self) -> None:
         self.sent += 1
@@ -80,13 +82,16 @@ class Counts:
 
     def item_done(self) -> None:
         self.items += 1
-        if self.estimated or not _watched or self.items < self._check_at:
-            return  # per item: a long run that is fast says nothing, and would ask for the time 9,000 times
+        if self.estimated or not _watched:
+            return
+        now = time.monotonic()
+        if self.items < self._check_at and now < self._check_by:
+            return  # per item: a fast run that says nothing would work out the rate at every item
         if self.due_for_estimate():
             self.estimated = True
             stage_line(self.estimate_line())
         else:
-            self._check_at = self.items + max(1, self.items // 16)
+            self._check_at, self._check_by = self.items + max(1, self.items // 16), now + 1.0
 
     def due_for_estimate(self) -> bool:
         """Enough measured to say how long it will take: 5% of the items and 10 answers, or a minute of asking."""
