@@ -96,3 +96,33 @@ def test_the_cache_filter_says_certainly_not_stored_and_the_search_decides_the_r
     other_top = "a1b2c4" + "0" * 58
     assert [cache.might_have(r) for r in [*stored, same_top, other_top]] == [True, True, False, False]
     assert sum(bin(byte).count("1") for byte in cache._filter) == 2
+
+
+def test_an_asks_constrained_copy_keeps_every_field_but_the_shape() -> None:
+    # The engine's per-request copy is built directly (not dataclasses.replace): a field added to Ask must be copied.
+    import dataclasses
+
+    from tasks.engine.spec import Ask
+
+    spec = Ask(**{field.name: object() for field in dataclasses.fields(Ask)})
+    params = {"extra_body": {"structured_outputs": {"choice": ["0", "1"]}}}
+    assert spec.constrained(params) == dataclasses.replace(spec, params=params, shape=None)
+
+
+def test_the_engine_remembers_the_last_constraint_only_for_the_same_parameters_and_shape() -> None:
+    # Alternating parameter sets and shapes each get their own constrained copy; the same pair again, the same copy.
+    from types import SimpleNamespace
+
+    from peras.llm.constraints import answer_shape, constrain
+    from tasks.engine.engine import Engine
+
+    engine = SimpleNamespace(_last_constraint=None, answer_format="vllm")
+    p1, p2 = {"temperature": 0.0}, {"temperature": 0.0}  # equal, not the same object
+    s1, s2 = answer_shape("label_nocot"), answer_shape("confidence")
+    seen = []
+    for params, shape in [(p1, s1), (p1, s1), (p1, s2), (p2, s2), (p2, s1), (p2, s1)]:
+        found = Engine._constrained(engine, params, shape)  # type: ignore[arg-type]
+        assert found == constrain(params, shape, "vllm")
+        seen.append(found)
+    assert seen[1] is seen[0] and seen[5] is seen[4]
+    assert seen[2]["extra_body"] != seen[1]["extra_body"] and seen[3] is not seen[2] and seen[4] is not seen[3]
