@@ -187,6 +187,42 @@ def test_two_judge_processes_at_once_on_one_lake_both_commit_everything(lake):
     assert [path for path in lake.shards.rglob("*") if path.is_file()] == []
 
 
+def test_a_gate_mends_the_request_copies_another_process_committed_and_has_not_mended_yet(lake, monkeypatch):
+    """Another process's load commits a copy of a request this run holds, and mends the copies only after its commit:
+    a gate that looked in between found 'request stored twice' and withheld a whole run (CI, 2026-11-29:
+    test_two_judge_processes_at_once_on_one_lake_both_commit_everything). The gate mends them as a load does and
+    looks again. Here the other loader never mends: its later copy of one of the run's requests is left to the gate."""
+    ingest(preset="sample", settings=lake)
+    left: list[str] = []
+
+    def another_process_committed_a_copy(con, identity):
+        if not left:
+            found = con.execute(
+                "select request_id from llm_requests where request_id in (select request_id from staged_requests)"
+                " and parse_status = 'ok' limit 1"
+            ).fetchone()
+            if found is not None:
+                left.append(found[0])
+                con.execute(  # the same answer, stored by another run a moment later
+                    "insert into llm_requests select * replace ('another-run' as run_id,"
+                    " created_at + interval 1 second as created_at) from llm_requests where request_id = $request_id",
+                    {"request_id": found[0]},
+                )
+        return 0  # and not mended: the other process has not got that far
+
+    monkeypatch.setattr(shards, "mend_request_copies", another_process_committed_a_copy)
+    summary, _ = judge_sample(lake)
+    [request_id] = left
+    assert (summary["n_planned"], summary["n_failures"]) == (16, 0)
+    assert query(lake, "select status from judge_runs") == [("published",)]
+    assert query(lake, f"select run_id <> 'another-run' from llm_requests where request_id = '{request_id}'") == [
+        (True,)
+    ]  # this run's copy, stored first, stayed; the other went to the history
+    assert query(lake, f"select run_id, why from llm_request_history where request_id = '{request_id}'") == [
+        ("another-run", "duplicate answer")
+    ]
+
+
 @pytest.mark.parametrize("dedupe_by", ["this run's loader", "another run's loader"])
 def test_a_judgment_built_on_a_request_copy_that_went_is_derived_again_from_the_one_that_stayed(
     lake, monkeypatch, dedupe_by
@@ -198,7 +234,7 @@ def test_a_judgment_built_on_a_request_copy_that_went_is_derived_again_from_the_
     counting what is left after its pass). Found by `bench/chaos_judge.py --lake` (round 1, seed 14): the judgment
     stayed, the gate refused it as not derivable, and a resume planned nothing."""
     ingest(preset="sample", settings=lake)
-    dedupe = shards._dedupe_requests
+    dedupe = shards.mend_request_copies
     other: list[tuple[str, float, float]] = []  # the request, its answer for this run, the other run's answer
 
     def another_loader_stored_one_first(con, identity):
@@ -221,7 +257,7 @@ def test_a_judgment_built_on_a_request_copy_that_went_is_derived_again_from_the_
         moved = dedupe(con, identity)
         return moved if dedupe_by == "this run's loader" else 0  # another process's loader: this run is not told
 
-    monkeypatch.setattr(shards, "_dedupe_requests", another_loader_stored_one_first)
+    monkeypatch.setattr(shards, "mend_request_copies", another_loader_stored_one_first)
     summary, _ = judge_sample(lake)
     [(request_id, went, stayed)] = other
     assert (summary["n_planned"], summary["n_failures"]) == (16, 0)

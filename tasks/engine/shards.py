@@ -204,7 +204,7 @@ def load_shards(
             with transaction(con):
                 dropped = _load(con, identity, files, params)
             if lake.in_lake(con):  # no keys: another loader may have stored a request too (or left copies, killed)
-                dropped += retrying(lambda: _dedupe_requests(con, identity))
+                dropped += retrying(lambda: mend_request_copies(con, identity))
             return dropped
 
     dropped = retrying_bounded(load)  # a DuckLake commit another writer's beat is loaded again, whole
@@ -266,9 +266,10 @@ def _check_current_attempt(con: Any, identity: RunIdentity, attempt: Attempt) ->
         )
 
 
-def _dedupe_requests(con: Any, identity: RunIdentity) -> int:
-    """Bring requests stored twice back to one; outcomes built on a copy that went and no longer derivable leave
-    their runs (stages declaring `drop_on_replaced_copies`). Returns how many of `identity`'s run left."""
+def mend_request_copies(con: Any, identity: RunIdentity) -> int:
+    """Bring requests stored twice back to one (a lake has no keys: after each load, and before a gate that found a
+    problem, tasks/engine/runs.py); outcomes built on a copy that went and no longer derivable leave their runs
+    (stages declaring `drop_on_replaced_copies`). Returns how many of `identity`'s run left."""
     replaced_at = now()
     with transaction(con):
         run_sql(con, "engine/dedupe_requests", {"replaced_at": replaced_at})
