@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     # One slot: on 2 cores two slots share the same arithmetic and evaluate prompts ~1.1-1.5x slower overall.
     local_parallel: int = Field(1, ge=1, description="llama-server parallel slots")
     local_ctx: int = Field(8192, ge=512, description="llama-server context size (shared by slots)")
+    # llama-server's threads: 0 chooses at start from the cores other work leaves free (docs/local-model.md, "On a
+    # busy machine"); 1 or 2 forces it.
+    local_threads: int = Field(0, ge=0, le=64, description="llama-server threads (0: 2 on free cores, 1 when busy)")
 
     @field_validator("base_urls", "stage_modules", mode="before")
     @classmethod

@@ -365,6 +365,57 @@ def test_real_server_process_is_gone_after_exit(real_settings: Settings) -> None
     assert gone(server.pid)
 
 
+@pytest.mark.core
+@pytest.mark.parametrize(
+    ("cores_free", "forced", "flags"),
+    [
+        # both cores free: two threads, llama.cpp's own polling (the free-core speed measured before)
+        (2.0, 0, ["--threads", "2", "--threads-batch", "2"]),
+        (1.5, 0, ["--threads", "2", "--threads-batch", "2"]),
+        # another job already takes a core: one thread that never spins at a barrier
+        (1.4, 0, ["--threads", "1", "--threads-batch", "1", "--poll", "0"]),
+        (0.0, 0, ["--threads", "1", "--threads-batch", "1", "--poll", "0"]),
+        # settings.local_threads forces the count whatever the load
+        (0.0, 2, ["--threads", "2", "--threads-batch", "2"]),
+        (2.0, 1, ["--threads", "1", "--threads-batch", "1", "--poll", "0"]),
+    ],
+)
+def test_thread_flags_follow_the_cores_other_work_leaves_free(cores_free: float, forced: int, flags: list[str]) -> None:
+    assert lm_server.thread_flags(cores_free, forced) == flags
+
+
+@pytest.mark.core
+def test_cores_free_are_the_cores_minus_the_load(monkeypatch) -> None:
+    monkeypatch.setattr(lm_server.os, "getloadavg", lambda: (4.25, 0.0, 0.0))
+    monkeypatch.setattr(lm_server.os, "cpu_count", lambda: 8)
+    assert lm_server.cores_free_now() == 3.75
+    monkeypatch.setattr(lm_server.os, "cpu_count", lambda: 2)
+    assert lm_server.cores_free_now() == 0.0
+
+
+def _cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("load", "threads"), [(0.0, "2"), (4.0, "1")])
+def test_real_server_starts_with_the_threads_the_load_calls_for(
+    real_settings: Settings, monkeypatch, load: float, threads: str
+) -> None:
+    monkeypatch.setattr(lm_server.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(lm_server.os, "cpu_count", lambda: 2)
+    with lm.local_server(real_settings, parallel=1, ctx=2048) as server:
+        argv = _cmdline(server.pid)
+        client = OpenAI(base_url=server.base_url, api_key="local")
+        reply = client.chat.completions.create(
+            model=server.model, messages=[{"role": "user", "content": JUDGE_PROMPT}], max_tokens=2, temperature=0
+        )
+    assert argv[argv.index("--threads") + 1] == threads
+    assert argv[argv.index("--threads-batch") + 1] == threads
+    assert ("--poll" in argv) == (threads == "1")
+    assert re.fullmatch(r"[0-3]", (reply.choices[0].message.content or "").strip())
+
+
 PARENT = """
 import subprocess, sys, time
 from peras.local_model.watchdog import guard

