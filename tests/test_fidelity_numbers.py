@@ -2,10 +2,11 @@
 
 Each test finds the paper's own sentence in its text (../shared/papers, whitespace normalised by
 tests/paper_text.py:normalise, so a PDF line break inside the sentence does not matter), takes the numbers or names
-out of it with a regular expression, and compares them with what the code uses: the learners' settings, the split,
-the trials, the study's model and collection sets, threshold priming's trials, topic rule and topics, the regeneration
-rule. No expected number is written here: a paper or code that changes fails the test. Every test is `core` but the
-one that reads the ingested DL19 (`integration`).
+out of it with a regular expression, and compares them with what the code uses: the study's five models, their
+sampling, CoT settings and collections; the learners' settings, the split and the trials; threshold priming's trials,
+topic rule, topics, batch settings and penalties; how MP, SC and certainty sample; the regeneration rule. No expected
+number is written here: a paper or code that changes fails the test. Every test is `core` but the one that reads the
+ingested DL19 (`integration`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from tests.paper_text import normalise, paper_text
 
 
 def sentence(paper: str, pattern: str) -> tuple[str, ...]:
-    """The groups of the one match of `pattern` in the paper's normalised text."""
-    found = list(re.finditer(pattern, normalise(paper_text(paper))))
-    assert len(found) == 1, (paper, pattern, len(found))
-    return found[0].groups()
+    """The groups of `pattern` in the paper's normalised text: found, and the same wherever the paper repeats it."""
+    found = {match.groups() for match in re.finditer(pattern, normalise(paper_text(paper)))}
+    assert len(found) == 1, (paper, pattern, found)
+    return found.pop()
 
 
 def defaults(function) -> dict[str, object]:
@@ -46,6 +47,24 @@ def preset(model_name: str) -> str:
 def collection(dataset: str) -> str:
     """The study's dataset names as PERAS's collection ids (TRDL19 -> dl19, LLMJudge -> llmjudge)."""
     return dataset.lower().replace("trdl", "dl")
+
+
+# PS §5.1: the five models and their sampling
+
+
+@pytest.mark.core
+def test_the_five_models_and_their_sampling_are_section_5_1s():
+    from peras.models import load_model_presets
+
+    commercial = sentence("peras-study", r"including two commercial models, (\S+) and (\S+), as well as three")
+    open_source = sentence("peras-study", r"three open-source models: (\S+), (\S+), and (\S+) \(DeepSeek-Chat\)")
+    temperature, top_p = sentence(
+        "peras-study", r"we set the model temperature to ([\d.]+), and top\\_p to ([\d.]+), and all other parameters"
+    )
+    presets = load_model_presets().models
+    assert set(presets) == {preset(m.rstrip(",")) for m in commercial + open_source}
+    for name, chosen in presets.items():
+        assert chosen.params == {"temperature": float(temperature), "top_p": float(top_p)}, name
 
 
 # PS §5.2.2 (Experiment 2)
@@ -222,6 +241,29 @@ def test_priming_trials_and_topic_rule_are_section_4s():
     assert collection(dataset) == PRIMING_COLLECTION
 
 
+@pytest.mark.core
+def test_priming_batch_settings_and_llama_penalties_are_section_4s():
+    from peras.models import load_model_presets
+    from tasks.priming.draws import DEFAULT_BATCH_SETTINGS
+
+    lengths = sentence(
+        "threshold-priming",
+        r"prologue length \(PL\) of (\d+) and epilogue length \(EL\) of (\d+), PL of (\d+) and EL of (\d+), and PL of "
+        r"(\d+) and EL of (\d+)",
+    )
+    numbers = [int(n) for n in lengths]
+    assert tuple(zip(numbers[0::2], numbers[1::2], strict=True)) == DEFAULT_BATCH_SETTINGS
+    frequency, presence = sentence(
+        "threshold-priming",
+        r"For LLaMa-2-13B and LLaMa-2-70B, we set the temperature to 0, top_p to 1, frequency_penalty to (\d+), and "
+        r"presence_penalty to (\d+)\.",
+    )
+    llama = [p for p in load_model_presets().models.values() if p.backend == "vllm"]
+    assert llama and all(
+        (p.priming.frequency_penalty, p.priming.presence_penalty) == (int(frequency), int(presence)) for p in llama
+    )
+
+
 # The priming study's first table: topic id | query | #rel=0 | #rel=1 | #rel=2 | #rel=3 |
 TABLE_1_ROW = re.compile(r"^(\d+) \| ([^|]+?) \| (\d+) \| (\d+) \| (\d+) \| (\d+) \|$", re.M)
 
@@ -249,6 +291,38 @@ def test_the_topic_rule_finds_table_1s_topics_with_its_counts_in_dl19(settings, 
     }
     # The extraction prints one query with a typographic apostrophe (medicare’s); DL19's text has a straight one.
     assert ours == {q: (text.replace("\u2019", "'"), *levels) for q, (text, *levels) in table_1.items()}
+
+
+# OC §3.1 and PJ §4.2, §5: how confidence is asked
+
+
+@pytest.mark.core
+def test_mp_sc_and_certainty_sample_as_the_papers_say():
+    from peras.prompting import sampling_params
+    from tasks.judge.asking import JudgeConfig
+    from tasks.pairwise.asking import PairwiseConfig
+
+    samples, mp_temperature = sentence(
+        "overconfidence",
+        r"reduce the number of requests from 100 to (\d+) for efficiency, while keeping the "
+        r"temperature at ([\d.]+)\.",
+    )
+    [sc_temperature] = sentence("overconfidence", r"Model’s temperature is set to (\d+) to ensure the reproducibility")
+    top_p, temperature = sentence("personalized-judge", r"with top-p of ([\d.]+) and temperature of ([\d.]+)\.")
+    [threshold] = sentence("personalized-judge", r"we use a certainty threshold of (\d+) to classify")
+    judge = JudgeConfig(model="m", backend="b")
+    pairwise = PairwiseConfig(model="m", backend="b")
+    assert (judge.n_samples, judge.sampling_temperature) == (int(samples), float(mp_temperature))
+    assert (pairwise.mp_samples, pairwise.mp_temperature) == (int(samples), float(mp_temperature))
+    for prompt in ("self_pairwise", "self_nocot", "self_cot"):
+        assert sampling_params(prompt)["temperature"] == float(sc_temperature), prompt
+    assert (judge.certainty_temperature, judge.certainty_top_p, judge.certainty_threshold) == (
+        float(temperature),
+        float(top_p),
+        float(threshold),
+    )
+    for prompt in ("pairwise_certainty", "pairwise_tie", "certainty_nocot", "certainty_cot"):
+        assert sampling_params(prompt) == {"temperature": float(temperature), "top_p": float(top_p)}, prompt
 
 
 # PJ §4.2: regenerations
