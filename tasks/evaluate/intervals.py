@@ -4,11 +4,12 @@ The population is the judged pool (the LLM qrels' pairs); the human sample is a 
 A measure linear in the labels (P@k) is a total over pool pairs, estimated with PPI++ exactly. nDCG@k is a mean over
 topics of DCG_q / IDCG_q: both are functions of per-topic totals of the labels (DCG_q of the system's weighted
 gains, IDCG_q of the counts of pairs at or above each gain, IDCG = sum_j (v_j - v_j-1) D(C_qj) with D the cumulative
-discount), so the score is a smooth-almost-everywhere function F of pool totals T. The interval is the delta method
-with prediction-powered totals: F is linearised at the rectified totals T~ (the predictions' totals plus the sample's
-rectifier scaled by N/n), each pair's influence psi_i(label) = grad F . phi_i(label) is a value per pair, and PPI++
-gives the interval of its pool total (Y = N psi(human), Yhat = N psi(prediction)); estimate = F(T~) + the PPI++
-total - the lambda-1 total. docs/evaluate.md says what it assumes and what it covers; bench/bench_trust_coverage.py
+discount), so the score is a function F of pool totals T, smooth except where a count crosses an integer or the
+cutoff. Each total is estimated prediction-powered, T~(lambda) = lambda x the predictions' totals + N/n x the
+sample's (human - lambda x prediction); the estimate is F(T~(lambda)), and its interval the delta method: each pair's
+influence psi_i(label) = grad F(T~) . phi_i(label) is a value per pair, and PPI++ gives the interval of its pool total
+(Y = N psi(human), Yhat = N psi(prediction)), lambda tuned per system by PPI++ on the influence at lambda 1.
+docs/evaluate.md says what it assumes and what it covers; bench/bench_trust_coverage.py
 measures it.
 
 Methods: `ppi` (predictions: the LLM labels), `human_only` (no predictions: the sample alone, lambda 0) and
@@ -25,7 +26,7 @@ import polars as pl
 
 from peras.errors import UsageError
 from tasks.evaluate.intervals_input import Pool, Systems, prepare_pool, prepare_systems
-from tasks.evaluate.ppi import calibrated_probabilities, confidence_bins, ppi_mean_ci, topic_posteriors
+from tasks.evaluate.ppi import calibrated_probabilities, confidence_bins, ppi_mean_ci, tuned_lambda
 
 METHODS = {
     "ppi": "PPI++ (power-tuned) with the LLM labels as predictions",
@@ -94,24 +95,30 @@ def predictions(method: str, pool: Pool, llm_confidence: pl.DataFrame | None) ->
     return calibrated_probabilities(pool.llm, bins, pool.sample, pool.human, n_grades)
 
 
-def linearise(pool: Pool, systems: Systems, everyone: np.ndarray, rectify: bool) -> tuple[np.ndarray, ...]:
-    """F at the anchor totals per system and each pair's influence coefficients there: (F, a, b, e).
+def linearise(pool: Pool, systems: Systems, dist: tuple[np.ndarray, np.ndarray], lam: np.ndarray) -> tuple:
+    """F at the rectified totals T~(lam) per system and each pair's influence coefficients there: (F, a, b, e).
 
-    The anchor is the predictions' totals; with `rectify` (no predictions: the human sample alone) it is the
-    sample's Horvitz-Thompson totals (N/n x the sample's). psi_i(x) = a[s, q_i] W[s, i] (x . gain) -
-    b[s, q_i] (x . e[q_i]) for a grade distribution x.
+    T~(lam) = lam x the predictions' totals + N/n x the sample's (human - lam x prediction), per system's lam (the
+    human sample alone: no predictions, the Horvitz-Thompson totals). psi_i(x) = a[s, q_i] W[s, i] (x . gain) -
+    b[s, q_i] (x . e[s, q_i]) for a grade distribution x.
     """
-    per_pair, cum = everyone @ pool.gain, everyone @ pool.at_least
-    if rectify:
-        scale = pool.size / pool.sample.size
-        np.add.at(per_pair, pool.sample, scale * pool.gain[pool.human])
-        np.add.at(cum, pool.sample, scale * pool.at_least[pool.human])
-    dcg = (systems.weight * per_pair) @ pool.topic_matrix  # (S, Q)
+    everyone, sampled = dist
+    scale = pool.size / pool.sample.size
+    on_sample = pool.topic_matrix[pool.sample]  # (n, Q)
+    weight = systems.weight[:, pool.sample]
+    # Every total is linear in lambda: lam x (the predictions' total - N/n x theirs on the sample) + N/n x human's.
+    predicted = (systems.weight * (everyone @ pool.gain)) @ pool.topic_matrix
+    predicted -= scale * (weight * (sampled @ pool.gain)) @ on_sample
+    dcg = lam[:, None] * predicted + scale * (weight * pool.gain[pool.human]) @ on_sample  # (S, Q)
     if not pool.normalised:
-        ideal, slope = np.ones(pool.n_topics), np.zeros((pool.n_topics, len(pool.grades)))
+        ideal, slope = np.ones_like(dcg), np.zeros((*dcg.shape, len(pool.grades)))
     else:
-        counts = np.clip(pool.topic_matrix.T @ cum, 0, pool.topic_sizes[:, None])  # (Q, J)
-        ideal, slope = pool.ideal(counts)
+        predicted_counts = pool.topic_matrix.T @ (everyone @ pool.at_least) - scale * on_sample.T @ (
+            sampled @ pool.at_least
+        )
+        human_counts = scale * on_sample.T @ pool.at_least[pool.human]  # (Q, J)
+        counts = lam[:, None, None] * predicted_counts[None] + human_counts[None]  # (S, Q, J)
+        ideal, slope = pool.ideal(np.clip(counts, 0, pool.topic_sizes[None, :, None]))
     ok = ideal > 0
     safe = np.where(ok, ideal, 1.0)
     per_topic = systems.answered / systems.n_topics[:, None]
@@ -120,29 +127,41 @@ def linearise(pool: Pool, systems: Systems, everyone: np.ndarray, rectify: bool)
     return (a * dcg).sum(axis=1), a, b, slope
 
 
-def influence(pool: Pool, systems: Systems, a: np.ndarray, b: np.ndarray, e: np.ndarray, x: np.ndarray, at: np.ndarray):
+def influence(pool: Pool, systems: Systems, coef: list[np.ndarray], x: np.ndarray, at: np.ndarray) -> np.ndarray:
     """N psi_i(x_i) for pool pairs `at` with grade distributions x (len(at), G): shape (len(at), S)."""
+    a, b, e = coef
     topic = pool.topic[at]
-    value = a[:, topic] * systems.weight[:, at] * (x @ pool.gain) - b[:, topic] * (x * e[topic]).sum(axis=1)
+    value = a[:, topic] * systems.weight[:, at] * (x @ pool.gain) - b[:, topic] * (x[None] * e[:, topic]).sum(axis=2)
     return pool.size * value.T
 
 
 def method_interval(pool: Pool, systems: Systems, method: str, dist: tuple[np.ndarray, np.ndarray], alpha: float):
-    """estimate, lower, upper per system for one method (bounds clipped to the measure's range [0, 1])."""
+    """estimate, lower, upper per system for one method (bounds clipped to the measure's range [0, 1]).
+
+    lambda is tuned (PPI++) on the influence at T~(1), then the estimate is F(T~(lambda)) and its interval PPI++'s
+    at lambda with the influence at T~(lambda); the human sample alone is lambda 0 without predictions.
+    """
     everyone, sampled = dist
     alone = method == "human_only"
-    anchor = everyone if alone else topic_posteriors(pool.topic, pool.llm, pool.sample, pool.human, len(pool.grades))
-    f_anchor, a, b, e = linearise(pool, systems, anchor, rectify=alone)
-    every = np.arange(pool.size)
-    human = np.eye(len(pool.grades))[pool.human]
-    y = influence(pool, systems, a, b, e, human, pool.sample)
-    yhat = influence(pool, systems, a, b, e, sampled, pool.sample)
-    yhat_all = influence(pool, systems, a, b, e, everyone, every)
-    tuned = ppi_mean_ci(y, yhat, yhat_all, alpha, lam=0.0 if alone else None)
-    # F(T) ~ F(anchor) + L(T) - L(anchor), L the linear map psi sums: the anchor's L is the sample's mean (human
-    # only: the anchor is the sample's) or the anchor labels' mean over the pool.
-    shift = f_anchor - (y.mean(axis=0) if alone else influence(pool, systems, a, b, e, anchor, every).mean(axis=0))
-    return [np.clip(v + shift, 0.0, 1.0) for v in (tuned.estimate, tuned.lower, tuned.upper)]
+    human, every = np.eye(len(pool.grades))[pool.human], np.arange(pool.size)
+
+    def values(lam: np.ndarray) -> tuple[np.ndarray, ...]:
+        f, *coef = linearise(pool, systems, dist, lam)
+        y = influence(pool, systems, coef, human, pool.sample)
+        return (
+            f,
+            y,
+            influence(pool, systems, coef, sampled, pool.sample),
+            influence(pool, systems, coef, everyone, every),
+        )
+
+    lam = np.full(len(systems.names), 0.0 if alone else 1.0)
+    if not alone:
+        lam = tuned_lambda(*values(lam)[1:])
+    f, y, yhat, yhat_all = values(lam)
+    found = ppi_mean_ci(y, yhat, yhat_all, alpha, lam=lam)
+    half = found.upper - found.estimate
+    return [np.clip(v, 0.0, 1.0) for v in (f, f - half, f + half)]
 
 
 def system_intervals(
@@ -160,7 +179,13 @@ def system_intervals(
     """
     check_spec(spec)
     pool = prepare_pool(llm_qrels, human_sample, spec.measure)
-    systems = prepare_systems(runs, pool)
+    return pool_intervals(pool, prepare_systems(runs, pool), spec, llm_confidence)
+
+
+def pool_intervals(
+    pool: Pool, systems: Systems, spec: IntervalSpec, llm_confidence: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """system_intervals on prepared arrays (a benchmark prepares the systems once for many samples)."""
     frames = []
     for method in spec.methods:
         dist = predictions(method, pool, llm_confidence)

@@ -7,6 +7,7 @@ unsupported measure is a usage error with one line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -43,7 +44,7 @@ class Pool:
     def n_topics(self) -> int:
         return len(self.topics)
 
-    @property
+    @cached_property
     def topic_matrix(self) -> np.ndarray:
         return np.eye(self.n_topics)[self.topic]
 

@@ -46,16 +46,16 @@ def tuned_lambda(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> np.nd
 
 
 def ppi_mean_ci(
-    y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, alpha: float, lam: float | None = None
+    y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, alpha: float, lam: float | np.ndarray | None = None
 ) -> MeanInterval:
     """PPI++ intervals for the mean of each column of Y over a population (n labelled rows, N rows predicted).
 
     y, yhat: (n, m), the true values and predictions on the labelled rows; yhat_all: (N, m), the predictions on the
     population. `lam` None tunes lambda per column (PPI++); 1 is plain PPI; 0 with zero predictions is the
-    classical interval from the labelled rows alone.
+    classical interval from the labelled rows alone; an array gives each column its own.
     """
     n, big_n = y.shape[0], yhat_all.shape[0]
-    lams = tuned_lambda(y, yhat, yhat_all) if lam is None else np.full(y.shape[1], float(lam))
+    lams = tuned_lambda(y, yhat, yhat_all) if lam is None else np.broadcast_to(np.asarray(lam, float), y.shape[1])
     estimate = rectified_mean(y, yhat, yhat_all, lams)
     imputed = (lams * yhat_all).std(axis=0) / np.sqrt(big_n)
     rectifier = (y - lams * yhat).std(axis=0) / np.sqrt(n)
@@ -103,24 +103,3 @@ def calibrated_probabilities(
     everyone = smooth(marginal[None, :], by_label[cell_label], by_cell[all_cells])
     left_out = smooth(marginal[None, :] - own, by_label[lab] - own, by_cell[cell] - own)
     return everyone, left_out
-
-
-def topic_posteriors(
-    topic: np.ndarray, llm: np.ndarray, sample: np.ndarray, human: np.ndarray, n_grades: int
-) -> np.ndarray:
-    """Each pool pair's P(human grade | LLM label, its topic), from the judge's error rates and adjusted counts.
-
-    The judge's error rates P(l | h) are fitted on the human sample (Laplace-smoothed) and assumed the same on
-    every topic; a topic's human grade counts are its LLM label counts adjusted by them (Forman's adjusted count:
-    solve M^T c = n, clipped at 0, least squares), and a pair's posterior is P(l | h) c_h normalised. Unlike
-    P(h | l), the error rates do not move with a topic's share of relevant passages.
-    """
-    errors = np.ones((n_grades, n_grades))
-    np.add.at(errors, (human, llm[sample]), 1.0)
-    errors /= errors.sum(axis=1, keepdims=True)  # errors[h, l] = P(l | h)
-    n_topics = int(topic.max()) + 1
-    label_counts = np.zeros((n_topics, n_grades))
-    np.add.at(label_counts, (topic, llm), 1.0)
-    counts = np.clip(np.linalg.lstsq(errors.T, label_counts.T, rcond=None)[0].T, 0, None) + 1e-9  # (Q, G)
-    joint = errors[:, llm].T * counts[topic]  # (N, G): P(l_i | h) c_q(h)
-    return joint / joint.sum(axis=1, keepdims=True)
