@@ -26,7 +26,7 @@ import polars as pl
 
 from peras.errors import UsageError
 from tasks.evaluate.intervals_input import Pool, Systems, prepare_pool, prepare_systems
-from tasks.evaluate.ppi import calibrated_probabilities, confidence_bins, ppi_mean_ci, tuned_lambda
+from tasks.evaluate.ppi import calibrated_probabilities, confidence_bins, ppi_mean_ci
 
 METHODS = {
     "ppi": "PPI++ (power-tuned) with the LLM labels as predictions",
@@ -95,73 +95,51 @@ def predictions(method: str, pool: Pool, llm_confidence: pl.DataFrame | None) ->
     return calibrated_probabilities(pool.llm, bins, pool.sample, pool.human, n_grades)
 
 
-def linearise(pool: Pool, systems: Systems, dist: tuple[np.ndarray, np.ndarray], lam: np.ndarray) -> tuple:
-    """F at the rectified totals T~(lam) per system and each pair's influence coefficients there: (F, a, b, e).
-
-    T~(lam) = lam x the predictions' totals + N/n x the sample's (human - lam x prediction), per system's lam (the
-    human sample alone: no predictions, the Horvitz-Thompson totals). psi_i(x) = a[s, q_i] W[s, i] (x . gain) -
-    b[s, q_i] (x . e[s, q_i]) for a grade distribution x.
-    """
-    everyone, sampled = dist
+def linearise(pool: Pool, systems: Systems) -> tuple[np.ndarray, list[np.ndarray]]:
+    """F at the sample's Horvitz-Thompson totals (N/n x the sample's) per system, and the influence coefficients
+    there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[s, q_i]) for a grade
+    distribution x."""
     scale = pool.size / pool.sample.size
     on_sample = pool.topic_matrix[pool.sample]  # (n, Q)
-    weight = systems.weight[:, pool.sample]
-    # Every total is linear in lambda: lam x (the predictions' total - N/n x theirs on the sample) + N/n x human's.
-    predicted = (systems.weight * (everyone @ pool.gain)) @ pool.topic_matrix
-    predicted -= scale * (weight * (sampled @ pool.gain)) @ on_sample
-    dcg = lam[:, None] * predicted + scale * (weight * pool.gain[pool.human]) @ on_sample  # (S, Q)
-    if not pool.normalised:
-        ideal, slope = np.ones_like(dcg), np.zeros((*dcg.shape, len(pool.grades)))
+    dcg = scale * (systems.weight[:, pool.sample] * pool.gain[pool.human]) @ on_sample  # (S, Q)
+    if pool.normalised:
+        counts = scale * on_sample.T @ pool.at_least[pool.human]  # (Q, J)
+        ideal, slope = pool.ideal(np.clip(counts, 0, pool.topic_sizes[:, None]))
     else:
-        predicted_counts = pool.topic_matrix.T @ (everyone @ pool.at_least) - scale * on_sample.T @ (
-            sampled @ pool.at_least
-        )
-        human_counts = scale * on_sample.T @ pool.at_least[pool.human]  # (Q, J)
-        counts = lam[:, None, None] * predicted_counts[None] + human_counts[None]  # (S, Q, J)
-        ideal, slope = pool.ideal(np.clip(counts, 0, pool.topic_sizes[None, :, None]))
+        ideal, slope = np.ones(pool.n_topics), np.zeros((pool.n_topics, len(pool.grades)))
     ok = ideal > 0
     safe = np.where(ok, ideal, 1.0)
     per_topic = systems.answered / systems.n_topics[:, None]
     a = np.where(ok, per_topic / safe, 0.0)
     b = np.where(ok, per_topic * dcg / safe**2, 0.0)
-    return (a * dcg).sum(axis=1), a, b, slope
+    return (a * dcg).sum(axis=1), [a, b, slope]
 
 
 def influence(pool: Pool, systems: Systems, coef: list[np.ndarray], x: np.ndarray, at: np.ndarray) -> np.ndarray:
     """N psi_i(x_i) for pool pairs `at` with grade distributions x (len(at), G): shape (len(at), S)."""
     a, b, e = coef
     topic = pool.topic[at]
-    value = a[:, topic] * systems.weight[:, at] * (x @ pool.gain) - b[:, topic] * (x[None] * e[:, topic]).sum(axis=2)
+    value = a[:, topic] * systems.weight[:, at] * (x @ pool.gain) - b[:, topic] * (x @ e.T)[np.arange(len(at)), topic]
     return pool.size * value.T
 
 
-def method_interval(pool: Pool, systems: Systems, method: str, dist: tuple[np.ndarray, np.ndarray], alpha: float):
-    """estimate, lower, upper per system for one method (bounds clipped to the measure's range [0, 1]).
+def method_interval(
+    pool: Pool, systems: Systems, anchor: tuple[np.ndarray, list[np.ndarray], np.ndarray], method: str,
+    dist: tuple[np.ndarray, np.ndarray], alpha: float,
+) -> list[np.ndarray]:  # fmt: skip
+    """estimate, lower, upper per system for one method (clipped to the measure's range [0, 1]).
 
-    lambda is tuned (PPI++) on the influence at T~(1), then the estimate is F(T~(lambda)) and its interval PPI++'s
-    at lambda with the influence at T~(lambda); the human sample alone is lambda 0 without predictions.
+    F(T) ~ F(T^) + L(T) - L(T^), T^ the sample's totals and L the sum of the influence over the pool; L(T^) is
+    the mean of Y, L(T) PPI++'s estimate of the mean of Y from the predictions (lambda 0 for the sample alone, which
+    leaves F(T^) and the classical interval).
     """
+    f, coef, y = anchor
     everyone, sampled = dist
-    alone = method == "human_only"
-    human, every = np.eye(len(pool.grades))[pool.human], np.arange(pool.size)
-
-    def values(lam: np.ndarray) -> tuple[np.ndarray, ...]:
-        f, *coef = linearise(pool, systems, dist, lam)
-        y = influence(pool, systems, coef, human, pool.sample)
-        return (
-            f,
-            y,
-            influence(pool, systems, coef, sampled, pool.sample),
-            influence(pool, systems, coef, everyone, every),
-        )
-
-    lam = np.full(len(systems.names), 0.0 if alone else 1.0)
-    if not alone:
-        lam = tuned_lambda(*values(lam)[1:])
-    f, y, yhat, yhat_all = values(lam)
-    found = ppi_mean_ci(y, yhat, yhat_all, alpha, lam=lam)
-    half = found.upper - found.estimate
-    return [np.clip(v, 0.0, 1.0) for v in (f, f - half, f + half)]
+    yhat = influence(pool, systems, coef, sampled, pool.sample)
+    yhat_all = influence(pool, systems, coef, everyone, np.arange(pool.size))
+    found = ppi_mean_ci(y, yhat, yhat_all, alpha, lam=0.0 if method == "human_only" else None)
+    shift = f - y.mean(axis=0)
+    return [np.clip(v + shift, 0.0, 1.0) for v in (found.estimate, found.lower, found.upper)]
 
 
 def system_intervals(
@@ -186,12 +164,14 @@ def pool_intervals(
     pool: Pool, systems: Systems, spec: IntervalSpec, llm_confidence: pl.DataFrame | None = None
 ) -> pl.DataFrame:
     """system_intervals on prepared arrays (a benchmark prepares the systems once for many samples)."""
+    f, coef = linearise(pool, systems)
+    anchor = (f, coef, influence(pool, systems, coef, np.eye(len(pool.grades))[pool.human], pool.sample))
     frames = []
     for method in spec.methods:
         dist = predictions(method, pool, llm_confidence)
         if dist is None:
             continue
-        estimate, lower, upper = method_interval(pool, systems, method, dist, spec.alpha)
+        estimate, lower, upper = method_interval(pool, systems, anchor, method, dist, spec.alpha)
         frames.append(
             pl.DataFrame(
                 {
