@@ -86,9 +86,9 @@ def test_lambda_zero_without_predictions_is_ppi_pythons_classical_interval() -> 
 
 
 def test_calibration_leaves_each_sampled_pair_out_of_its_own_prediction() -> None:
-    # Two grades, one bin; sampled pairs 0 (LLM 1, human 1) and 1 (LLM 1, human 0). Without pair 0, the cell
-    # (LLM 1) holds one human 0: P0 = (1, 1)... from the other pair alone: P0 = (2, 1)/3, P1 = (1 + 2/3, 1/3)/2,
-    # P2 = P1 + cell counts (1, 0): ((5/6 + 1), 1/6) / 2.
+    # Two grades, one bin; sampled pairs 0 (LLM 1, human 1) and 1 (LLM 1, human 0). Pair 0 left out, pair 1 alone:
+    # P0 = (1 + 1, 0 + 1) / 3 = (2/3, 1/3); P1(. | LLM 1) = ((1, 0) + P0) / 2 = (5/6, 1/6);
+    # P2(. | LLM 1, bin 0) = ((1, 0) + P1) / 2 = ((1 + 5/6) / 2, (1/6) / 2).
     everyone, left_out = calibrated_probabilities(
         np.array([1, 1, 0]), np.zeros(3, int), np.array([0, 1]), np.array([1, 0]), 2
     )
