@@ -5,12 +5,11 @@ A measure linear in the labels (P@k) is a total over pool pairs, estimated with 
 topics of DCG_q / IDCG_q: both are functions of per-topic totals of the labels (DCG_q of the system's weighted
 gains, IDCG_q of the counts of pairs at or above each gain, IDCG = sum_j (v_j - v_j-1) D(C_qj) with D the cumulative
 discount), so the score is a function F of pool totals T, smooth except where a count crosses an integer or the
-cutoff. Each total is estimated prediction-powered, T~(lambda) = lambda x the predictions' totals + N/n x the
-sample's (human - lambda x prediction); the estimate is F(T~(lambda)), and its interval the delta method: each pair's
-influence psi_i(label) = grad F(T~) . phi_i(label) is a value per pair, and PPI++ gives the interval of its pool total
-(Y = N psi(human), Yhat = N psi(prediction)), lambda tuned per system by PPI++ on the influence at lambda 1.
-docs/evaluate.md says what it assumes and what it covers; bench/bench_trust_coverage.py
-measures it.
+cutoff. The delta method around the sample's own totals T^ (N/n x the sample's sums): F(T) ~ F(T^) + L(T) - L(T^),
+L(T) the pool total of each pair's influence psi_i(label) = grad F(T^) . phi_i(label). PPI++ estimates L(T) from
+Y = N psi(human label) on the sample and Yhat = N psi(prediction) on the sample and the pool, lambda tuned per
+system; lambda 0 without predictions is the human sample alone (F(T^) and the classical interval). docs/evaluate.md
+says what it assumes and what it covers; bench/bench_trust_coverage.py measures it.
 
 Methods: `ppi` (predictions: the LLM labels), `human_only` (no predictions: the sample alone, lambda 0) and
 `calibrated_ppi` (predictions: expected labels under P(human | LLM label, confidence bin) fitted on the sample, left
@@ -46,7 +45,11 @@ RESULT_SCHEMA = {
 
 @dataclass(frozen=True)
 class IntervalSpec:
-    """What to estimate: the measure (an ir_measures name), 1 - coverage, the methods, the sampling seed."""
+    """What to estimate: the measure (an ir_measures name), 1 - coverage, the methods, the sampling seed.
+
+    The intervals themselves are deterministic: `seed` is the seed the caller draws the sample with
+    (draw_human_sample), kept with the spec so a stored result says which sample it came from.
+    """
 
     measure: str = "nDCG@10"
     alpha: float = 0.10
@@ -97,8 +100,8 @@ def predictions(method: str, pool: Pool, llm_confidence: pl.DataFrame | None) ->
 
 def linearise(pool: Pool, systems: Systems) -> tuple[np.ndarray, list[np.ndarray]]:
     """F at the sample's Horvitz-Thompson totals (N/n x the sample's) per system, and the influence coefficients
-    there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[s, q_i]) for a grade
-    distribution x."""
+    there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[q_i]) for a grade
+    distribution x (e: the ideal DCG's slope per grade, per topic)."""
     scale = pool.size / pool.sample.size
     on_sample = pool.topic_matrix[pool.sample]  # (n, Q)
     dcg = scale * (systems.weight[:, pool.sample] * pool.gain[pool.human]) @ on_sample  # (S, Q)
