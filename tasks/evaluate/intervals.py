@@ -60,19 +60,26 @@ class IntervalSpec:
 def draw_human_sample(human_qrels: pl.DataFrame, share: float, seed: int) -> pl.DataFrame:
     """A seeded random sample of the judged pool: query_id, doc_id, relevance (share in (0, 1]).
 
-    round(share x pairs) pairs drawn without replacement by numpy's generator seeded with `seed`, from the pairs
-    sorted by (query_id, doc_id), returned in that order.
+    Stratified by topic: from each topic's pairs (sorted by doc_id) max(1, round(share x its pairs)) drawn without
+    replacement by numpy's generator seeded with `seed`, topics in query_id order; returned sorted by (query_id,
+    doc_id). Every topic gets a pair, so every topic's ideal DCG has an estimate.
     """
     if not 0 < share <= 1:
         raise UsageError(f"human sample share {share:g}: use a share in (0, 1], e.g. 0.05 for 5% of the pairs")
     pairs = (
         human_qrels.select("query_id", "doc_id", "relevance").unique(["query_id", "doc_id"]).sort("query_id", "doc_id")
     )
-    size = round(share * pairs.height)
-    if size == 0:
-        raise UsageError(f"a {share:g} share of {pairs.height} judged pairs draws no pair: use a larger share")
-    picked = np.sort(np.random.default_rng(seed).choice(pairs.height, size=size, replace=False))
-    return pairs[picked]
+    rng = np.random.default_rng(seed)
+    picked = []
+    for start, size in (
+        pairs.group_by("query_id", maintain_order=True)
+        .len()
+        .select(start=pl.col("len").cum_sum() - pl.col("len"), size="len")
+        .iter_rows()
+    ):
+        draw = rng.choice(size, size=max(1, round(share * size)), replace=False)
+        picked.append(start + np.sort(draw))
+    return pairs[np.concatenate(picked)]
 
 
 def check_spec(spec: IntervalSpec) -> None:
@@ -99,14 +106,14 @@ def predictions(method: str, pool: Pool, llm_confidence: pl.DataFrame | None) ->
 
 
 def linearise(pool: Pool, systems: Systems) -> tuple[np.ndarray, list[np.ndarray]]:
-    """F at the sample's Horvitz-Thompson totals (N/n x the sample's) per system, and the influence coefficients
-    there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[q_i]) for a grade
-    distribution x (e: the ideal DCG's slope per grade, per topic)."""
-    scale = pool.size / pool.sample.size
+    """F at the sample's totals (each sampled pair counted N_q / n_q times) per system, and the influence
+    coefficients there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[q_i]) for a
+    grade distribution x (e: the ideal DCG's slope per grade, per topic)."""
+    scale = pool.expansion
     on_sample = pool.topic_matrix[pool.sample]  # (n, Q)
-    dcg = scale * (systems.weight[:, pool.sample] * pool.gain[pool.human]) @ on_sample  # (S, Q)
+    dcg = (systems.weight[:, pool.sample] * pool.gain[pool.human] * scale) @ on_sample  # (S, Q)
     if pool.normalised:
-        counts = scale * on_sample.T @ pool.at_least[pool.human]  # (Q, J)
+        counts = on_sample.T @ (pool.at_least[pool.human] * scale[:, None])  # (Q, J)
         ideal, slope = pool.ideal(np.clip(counts, 0, pool.topic_sizes[:, None]))
     else:
         ideal, slope = np.ones(pool.n_topics), np.zeros((pool.n_topics, len(pool.grades)))
@@ -138,7 +145,7 @@ def method_interval(
     """
     f, coef, y = anchor
     everyone, sampled = dist
-    yhat = influence(pool, systems, coef, sampled, pool.sample)
+    yhat = influence(pool, systems, coef, sampled, pool.sample) * pool.sample_weight[:, None]
     yhat_all = influence(pool, systems, coef, everyone, np.arange(pool.size))
     found = ppi_mean_ci(y, yhat, yhat_all, alpha, lam=0.0 if method == "human_only" else None)
     shift = f - y.mean(axis=0)
@@ -168,7 +175,8 @@ def pool_intervals(
 ) -> pl.DataFrame:
     """system_intervals on prepared arrays (a benchmark prepares the systems once for many samples)."""
     f, coef = linearise(pool, systems)
-    anchor = (f, coef, influence(pool, systems, coef, np.eye(len(pool.grades))[pool.human], pool.sample))
+    human = influence(pool, systems, coef, np.eye(len(pool.grades))[pool.human], pool.sample)
+    anchor = (f, coef, human * pool.sample_weight[:, None])
     frames = []
     for method in spec.methods:
         dist = predictions(method, pool, llm_confidence)
