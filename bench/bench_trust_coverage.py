@@ -4,14 +4,17 @@ Real LLM labels on DL21's pool do not exist here, so each seed simulates one: th
 P(LLM label | human grade) of one of the 33 real LLMJudge submissions (their labels against the human labels of the
 4,423 LLMJudge test pairs; labels past 3 clipped to 3, as `--out-of-range clip` does), applied to every pair of
 DL21's human qrels (seed s uses submission s mod 33, sorted by name). For each share of the pool (2%, 5%, 10%,
-20%) a human sample is drawn (draw_human_sample, the same seed) and every system gets a 90% interval per method;
-the truth is its nDCG@10 under the full human qrels (ir_measures). The simulated judge has no confidences: the
-calibrated variant gets one confidence for every pair, so it calibrates per LLM label only.
+20%) a human sample is drawn (draw_human_sample: by topic, the same seed) and every system gets a 90% interval per
+method; the truth is its nDCG@10 under the full human qrels (ir_measures). The simulated judge has no confidences:
+the calibrated variant gets one confidence for every pair, so it calibrates per LLM label only. Also Kendall's tau
+of the systems (human vs LLM labels) with bootstrap intervals over topics, checked against tau on all topics.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_trust_coverage.py [--seeds 33] [--share 0.02 ...]
+    PYTHONPATH=. .venv/bin/python bench/bench_trust_coverage.py [--seeds 33] [--share 0.02 ...]   # ~4 min
+    PYTHONPATH=. .venv/bin/python bench/bench_trust_coverage.py --doc bench/results/trust-coverage-DATE.json
 
-Writes bench/results/trust-coverage-<date>.json (with the command); docs/evaluate.md's coverage table is rendered
-from it by `coverage_table` (tests/test_evaluate_intervals_doc.py checks the doc against the committed result).
+Writes bench/results/trust-coverage-<date>.json (with the command), then docs/evaluate.md's `bench-generated`
+tables from the newest result; tests/test_bench_trust_coverage.py checks the doc against the committed result.
+Data from ../shared/data (PERAS_DATA_DIR).
 """
 
 from __future__ import annotations
