@@ -19,12 +19,13 @@ from typing import Any
 import duckdb
 import pytest
 
+from peras.errors import CheckFailed
 from peras.paths import PROJECT_ROOT
 from peras.settings import Settings
 from support.fake_openai import FakeOpenAI, Reply
 from tasks.recognize.prompt import state_messages, trait_messages
 from tasks.recognize.sentences import numbered, numbered_dialogues, split_sentences
-from tests.helpers import run_cli
+from tests.helpers import run_cli, snapshot
 
 pytestmark = pytest.mark.integration
 
@@ -242,3 +243,31 @@ def test_an_unknown_judge_run_is_one_clear_line(judged, capsys):
         2,
         "error: no judge run 'nope' (peras runs list --kind judge shows them)\n",
     )
+
+
+def test_a_judge_run_its_gate_refused_is_not_read(judged, capsys):
+    """Issue 48: a judge run that failed its gate (or failed, or is still running) is unpublished: recognize refuses
+    it in one line, as evaluate and export-qrels do, and stores nothing."""
+    from flows.judge import judge
+
+    with FakeOpenAI(lambda request: "no idea", models=["unreadable-model"]) as server:  # the gate refuses it
+        # another model than run 'cot''s: its stored answers are not reused
+        asking = judged.model_copy(update={"base_urls": [server.base_url], "model": "unreadable-model"})
+        with pytest.raises(CheckFailed, match="judge gate failed"):
+            judge("sample", personalities=["HN"], cot=[True], confidence_methods=["self"], run_name="cot-refused",
+                  limit_pairs=2, settings=asking)  # fmt: skip
+    assert rows(judged.warehouse, "select status from judge_runs where run_name = 'cot-refused'") == [("failed_check",)]
+    for status in ("failed_check", "failed", "running"):
+        with duckdb.connect(str(judged.warehouse)) as con:
+            con.execute("update judge_runs set status = ? where run_name = 'cot-refused'", [status])
+        before = snapshot(judged.warehouse)
+        with FakeOpenAI(recognizer) as server:
+            result = run_cli(capsys, "personas", "recognize", "--run", "cot-refused", "--warehouse",
+                             str(judged.warehouse), "--base-url", server.base_url, "--model", "fake-model")  # fmt: skip
+            assert server.chat_requests == []
+        assert (result.exit_code, result.out, result.err) == (
+            2,
+            "",
+            f"error: judge run 'cot-refused' is {status}, not published: finish it with `peras judge` first\n",
+        )
+        assert snapshot(judged.warehouse) == before

@@ -176,3 +176,47 @@ def test_the_command_says_when_default_does_not_read_mostly_uncertain(capsys):
         "Control: default's answers read uncertain in only 25% of readings (expected mostly uncertain): the "
         "recognizer reads personality where none was asked for.",
     ]
+
+
+def test_a_run_that_failed_its_gate_is_in_no_measure_view(con):
+    """Issue 48: the views read published runs only, as every other measure view does: a recognize run (and a traits
+    run) that failed its gate, with readings that would change every figure, is counted nowhere."""
+    con.execute(
+        "insert into recognize_runs (recognize_run_id, run_name, judge_run, sample_size, seed, model, backend,"
+        " params, status, created_at) values ('R2', 'r-failed', 'J', 4, 42, 'rec', 'x', '{}', 'failed_check', now())"
+    )
+    for personality, level in (("default", "high"), ("HN", "low"), ("LN", "high"), ("check-set", "low")):
+        con.execute(
+            "insert into recognize_states (recognize_run_id, personality, query_id, doc_id, dimension, level,"
+            " utterance_ids, evidence, analysis, n_sentences, status, recognized_at)"
+            " values ('R2', ?, 'neuroticism-high', 'd', ?, ?, [1], ['s1'], 'why', 4, 'ok', now())",
+            [personality, N, level],
+        )
+    con.execute("insert into recognize_check_texts values ('R2', 'neuroticism-high', 'neuroticism', 'high', [1])")
+    for run_id, status in (("T1", "published"), ("T2", "failed")):
+        con.execute(
+            "insert into recognize_trait_runs (recognize_trait_run_id, run_name, judge_run, sample_size, seed, model,"
+            " backend, params, status, created_at) values (?, ?, 'J', 4, 42, 'rec', 'x', '{}', ?, now())",
+            [run_id, f"t-{status}", status],
+        )
+        con.execute(
+            "insert into recognize_traits (recognize_trait_run_id, personality, dimension, level, status,"
+            " recognized_at) values (?, 'HN', ?, 'high', 'ok', now())",
+            [run_id, N],
+        )
+    runs = {
+        view: query(con, f"select distinct run_name from {view} order by all")
+        for view in ("recognize_shares", "recognize_accuracy", "recognize_shift", "recognize_bfi2_agreement",
+                     "recognize_evidence", "recognize_check_scores", "recognize_trait_levels")
+    }  # fmt: skip
+    assert runs == {
+        "recognize_shares": [("r",)],
+        "recognize_accuracy": [("r",)],
+        "recognize_shift": [("r",)],
+        "recognize_bfi2_agreement": [("r",)],
+        "recognize_evidence": [("r",)],
+        "recognize_check_scores": [],  # run r stores no check texts here (the other tests' figures are r's alone)
+        "recognize_trait_levels": [("t-published",)],
+    }
+    # r's own figures are as before
+    assert query(con, "select n_personas, n_recognised, accuracy from recognize_accuracy") == [(2, 1, 0.5)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from cli.common import settings_options, text_table
+from cli.common import note, settings_options, text_table
 from peras.errors import UsageError
 from peras.settings import Settings
 
@@ -65,7 +65,8 @@ def kind_option(func: Any) -> Any:
 @settings_options
 def list_runs(settings: Settings, collection: str | None, kind: str | None) -> None:
     """Every run, oldest first: judge runs with their judgments and parse failures, then the runs of the other
-    stages with their kind, status and items.
+    stages with their kind, status and items (a stage module of the setting stage_modules that cannot be used is
+    skipped, said in one line).
 
     \b
     Examples:
@@ -99,6 +100,15 @@ def list_runs(settings: Settings, collection: str | None, kind: str | None) -> N
         ]
         for line in text_table(OTHER_HEADERS, shown):
             click.echo(line)
+    note_skipped_modules()
+
+
+def note_skipped_modules() -> None:
+    """One line on stderr per stage module of the setting that was skipped (its kind's runs are not listed)."""
+    from tasks.engine.own_stages import skipped_modules
+
+    for skipped in skipped_modules().values():
+        note(f"note: skipped: {skipped.reason}")
 
 
 @runs.command()

@@ -10,7 +10,9 @@ stage"):
 Where it is found: a kind whose declaration says `command = "ask"` is `tasks/<kind>/tasks.py`; a stage of your own
 package is its dotted module name (`peras ask mypkg.letters`), which also declares the stage (`declare`) when
 imported; the setting `stage_modules` (PERAS_STAGE_MODULES, comma-separated) names such modules once, so that
-`peras ask KIND` and `peras runs` know their kinds in every process.
+`peras ask KIND` and `peras runs` know their kinds in every process. A module that cannot be used (it raises when
+imported, declares a kind or table of PERAS's own, or a kind another module declares) is refused in one line naming
+it (tasks/engine/own_stages.py); named by the setting, it is skipped by every other command.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from typing import Any
 
 from peras.errors import UsageError
 from peras.settings import Settings
-from tasks.engine.stage import declarations, import_stage_module, imported_stage_modules
+from tasks.engine.own_stages import configured_stage_modules, import_stage_module, skipped_modules
+from tasks.engine.stage import declarations
 
 NEEDED = ("Parameters", "recipe", "summarize")
 
@@ -29,18 +32,24 @@ NEEDED = ("Parameters", "recipe", "summarize")
 def asked_stage_modules(settings: Settings) -> dict[str, str]:
     """Every stage `peras ask` runs, by kind: the project's (`command = "ask"`) and those `stage_modules` names."""
     found = {stage.kind: f"tasks.{stage.kind}.tasks" for stage in declarations() if stage.command == "ask"}
-    return found | imported_stage_modules(settings.stage_modules)
+    return found | configured_stage_modules(settings.stage_modules)
 
 
 def asked_stage(settings: Settings, name: str) -> ModuleType:
-    """The stage module called `name`: a kind `peras ask` knows, or a module's dotted name (it declares its stage)."""
+    """The stage module called `name`: a kind `peras ask` knows, or a module's dotted name (it declares its stage).
+    A kind a skipped module of the setting also declares is refused with that module's reason."""
     known = asked_stage_modules(settings)
+    skipped = skipped_modules()
+    clash = next((s.reason for s in skipped.values() if s.kind == name), None)
+    if clash is not None:
+        raise UsageError(clash)
     module_name = known.get(name) or (name if "." in name else None)
     if module_name is None:
         choices = ", ".join(sorted(known)) or "none"
+        unused = f"; skipped: {', '.join(map(repr, skipped))} (`peras ask MODULE` says why)" if skipped else ""
         raise UsageError(
             f"no stage {name!r} to ask: give a kind ({choices}) or the dotted name of a stage module of your own "
-            "(docs/architecture.md, 'Adding an LLM stage')"
+            f"(docs/architecture.md, 'Adding an LLM stage'){unused}"
         )
     module = import_stage_module(module_name)
     missing = [attr for attr in NEEDED if not hasattr(module, attr)]

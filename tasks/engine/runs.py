@@ -23,6 +23,7 @@ from peras.settings import Settings
 from peras.sql import run_sql, run_statements
 from peras.warehouse import now, open_migrated, retrying, retrying_bounded
 from tasks.engine.lease import check_lease, take_lease
+from tasks.engine.own_stages import check_own_tables
 from tasks.engine.shards import mend_request_copies
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import Column, StageDeclaration, declaration
@@ -58,6 +59,7 @@ def stored_answer_format(settings: Settings, stage: StageDeclaration, name: str)
     """The answer format the run of that name asked in, if it exists ('free' for a run older than formats); None for
     a new run, or one that asked in no one format (a fanned-out judge run, whose parts each probe their own host)."""
     with open_migrated(settings.warehouse) as con:
+        check_own_tables(con, stage)  # a stage of your own whose columns changed: one line, not a BinderException
         try:
             found = run_statements(con, stage.sql("select_run"), {"run_name": name}).fetchall()
         except duckdb.CatalogException:
@@ -72,15 +74,17 @@ def claim_run(
     """Create the run, or check that an existing run of that name asks the same way (then resume or extend it).
 
     The one rule for every stage: same fixed values and same request parameters, or refused with the difference
-    named (`stored_run`). The stage's tables are created from its declaration if they do not exist yet. With `lease`,
-    the run's lease is taken in the same write (tasks/engine/lease.py): a run another live process is asking is
-    refused; the caller holds the lease while it asks (`lease.held`) and so drops it.
+    named (`stored_run`). The stage's tables are created from its declaration if they do not exist yet (a stage of
+    your own's that exist with other columns are refused: `check_own_tables`). With `lease`, the run's lease is taken
+    in the same write (tasks/engine/lease.py): a run another live process is asking is refused; the caller holds the
+    lease while it asks (`lease.held`) and so drops it.
     """
     stage = claim.stage
 
     def record() -> str:
         with open_migrated(settings.warehouse) as con:
             run_statements(con, stage.sql("create_tables"))
+            check_own_tables(con, stage)
             found, differences = stored_run(con, claim, model)
             if differences:
                 raise refusal(claim, differences)

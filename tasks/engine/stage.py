@@ -9,18 +9,18 @@ keeps (`own_sql`).
 
 A stage's declaration is a data file, `tasks/<stage>/stage.toml` (`<kind>.stage.toml` for a folder's second
 stage), checked when it is read (`load_declaration`); `declarations()` reads every one of them, so `peras runs` sees
-every kind of run without a list kept by hand and without importing a stage's code. A stage built in code (a test's)
-registers itself with `declare`.
+every kind of run without a list kept by hand and without importing a stage's code. A stage built in code (a test's,
+a stage module of your own: tasks/engine/own_stages.py) registers itself with `declare`.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from peras.sql import identifier, render_sql, run_sql, statements
@@ -151,6 +151,11 @@ class StageDeclaration:
             "owned_tables": self.owned_tables,
         }
 
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """The tables its runs write: runs, answers, history (if any) and those it owns."""
+        return tuple(t for t in (self.runs_table, self.answers_table, self.history_table, *self.owned_tables) if t)
+
     def sql(self, name: str) -> list[str]:
         """The statements of one piece of the run's SQL: the stage's own file if it keeps one, else the template."""
         if name in self.own_sql:
@@ -235,14 +240,56 @@ def load_declaration(path: Path) -> StageDeclaration:
     return found
 
 
+class DeclarationRefused(ValueError):
+    """A stage built in code that would stand in for PERAS's own: one of its kinds, or one of its tables."""
+
+
 def declare(declaration: StageDeclaration) -> StageDeclaration:
     """Register a stage built in code (a test's, a stage of your own package); declaring the same kind again replaces
-    it, but a kind one of PERAS's own stage files declares is refused (a module may not stand in for the judge)."""
+    it, but a kind one of PERAS's own stage files declares is refused (a module may not stand in for the judge), and
+    so is a table of PERAS's own (its stages' or its migrations': a stage writing `pairwise_runs` would break both)."""
     discover_files()
-    if declaration.kind in _FROM_FILES and _DECLARED.get(declaration.kind) is not declaration:
-        raise ValueError(f"stage kind {declaration.kind!r} is one of PERAS's own: declare your stage under another")
-    _DECLARED[declaration.kind] = declaration
+    kind = declaration.kind
+    if kind in _FROM_FILES and _DECLARED.get(kind) is not declaration:
+        raise DeclarationRefused(f"stage kind {kind!r} is one of PERAS's own: declare your stage under another")
+    taken = sorted(set(declaration.tables) & peras_tables()) if kind not in _FROM_FILES else []
+    if taken:
+        raise DeclarationRefused(
+            f"stage kind {kind!r} declares table(s) of PERAS's own ({', '.join(taken)}): name your stage's tables "
+            f"after its kind ({kind}_runs, {kind}_answers, ...)"
+        )
+    _DECLARED[kind] = declaration
     return declaration
+
+
+def peras_tables() -> set[str]:
+    """The tables of PERAS's own: those its stage files declare and those its migrations create."""
+    discover_files()
+    return {table for kind in _FROM_FILES for table in _DECLARED[kind].tables} | migration_tables()
+
+
+@cache
+def migration_tables() -> frozenset[str]:
+    """The tables `sql/migrations/` creates (each `create table if not exists NAME (` line)."""
+    from peras.warehouse import migrations
+    from peras.warehouse_docs import CREATE_TABLE
+
+    lines = (line for _, _, path in migrations() for line in path.read_text(encoding="utf-8").splitlines())
+    return frozenset(found.group(1) for found in map(CREATE_TABLE.match, lines) if found)
+
+
+@contextmanager
+def undone_on_failure() -> Iterator[None]:
+    """A block that declares stages (a stage module of your own being imported): if it fails, what it declared goes
+    (a module that raised after its `declare`, or that is refused after it, leaves no kind behind)."""
+    discover_files()
+    before = dict(_DECLARED)
+    try:
+        yield
+    except BaseException:
+        _DECLARED.clear()
+        _DECLARED.update(before)
+        raise
 
 
 def declaration(kind: str) -> StageDeclaration:
@@ -260,47 +307,17 @@ def declarations() -> list[StageDeclaration]:
     return [_DECLARED[kind] for kind in sorted(_DECLARED)]
 
 
-def imported_stage_modules(names: list[str]) -> dict[str, str]:
-    """Import the stage modules of your own package named in the setting `stage_modules` (each declares its stage,
-    `DECLARATION`); their kinds and module names. A kind PERAS's own stages declare is refused."""
-    from peras.errors import UsageError
-
-    discover_files()
-    found: dict[str, str] = {}
-    for name in names:
-        module = import_stage_module(name, " (setting stage_modules)")
-        declared = getattr(module, "DECLARATION", None)
-        if not isinstance(declared, StageDeclaration):
-            raise UsageError(f"stage module {name!r} (setting stage_modules) has no DECLARATION (a StageDeclaration)")
-        found[declare(declared).kind] = name
-    return found
-
-
-def import_stage_module(name: str, named_by: str = "") -> ModuleType:
-    """The stage module `name`, imported; one line if it cannot be: its package is not installed, or it declares a
-    kind of PERAS's own (`declare`). `named_by` says where the name came from, for that line."""
-    import importlib
-
-    from peras.errors import UsageError
-
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        hint = "is its package installed?"
-        raise UsageError(f"stage module {name!r}{named_by} cannot be imported ({exc}): {hint}") from exc
-    except ValueError as exc:
-        raise UsageError(f"stage module {name!r}{named_by}: {exc}") from exc
-
-
 def discover() -> None:
     """Read every `tasks/<stage>/stage.toml` (and `tasks/<stage>/<kind>.stage.toml`, a folder's second stage), then
-    import the stage modules the settings name (`stage_modules`: PERAS_STAGE_MODULES or the config file), once."""
+    import the stage modules the settings name (`stage_modules`: PERAS_STAGE_MODULES or the config file), once; one
+    that cannot be used is skipped (tasks/engine/own_stages.py)."""
     discover_files()
     if not _CONFIGURED_READ:
         from peras.settings import load_settings
+        from tasks.engine.own_stages import configured_stage_modules
 
-        imported_stage_modules(load_settings().stage_modules)
-        _CONFIGURED_READ.append(True)
+        _CONFIGURED_READ.append(True)  # first: a module that reads the declarations while it is imported is not re-read
+        configured_stage_modules(load_settings().stage_modules)
 
 
 def discover_files() -> None:

@@ -25,6 +25,7 @@ from peras.warehouse import now, open_migrated, transaction
 from tasks.evaluate.builder import CONFIGS, build_run, run_text
 from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, qrels_files
 from tasks.evaluate.ranking import ALL_TOPICS, MISSING_TOPICS, TIE_ORDER, compare_rankings, score_systems
+from tasks.shared.judge_runs import published_judge_run
 from tasks.shared.run_files import read_run_lines
 
 HUMAN = "human"
@@ -58,12 +59,7 @@ def load_human_qrels(settings: Settings, collection_id: str) -> pl.DataFrame:
 def load_run_labels(settings: Settings, run_name: str, cot: bool | None, method: str | None) -> RunLabels:
     """A published judge run's labels; CoT setting and confidence method are needed only when the run has several."""
     with open_migrated(settings.warehouse) as con:
-        found = run_sql(con, "evaluate/select_judge_run", {"run_name": run_name}).fetchall()
-        if not found:
-            raise UsageError(f"no judge run named {run_name!r} (see `peras runs`)")
-        run_id, collection_id, status = found[0]
-        if status != "published":
-            raise UsageError(f"judge run {run_name!r} is {status}, not published: finish it with `peras judge` first")
+        run_id, collection_id = published_judge_run(con, run_name)
         groups = query_frame(con, "evaluate/select_run_groups", {"run_id": run_id})
         cot, method = choose_group(run_name, groups, cot, method)
         params = {"run_id": run_id, "cot": cot, "confidence_method": method}

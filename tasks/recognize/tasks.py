@@ -31,6 +31,7 @@ from tasks.recognize.asking import CotAnswer, RecognizeConfig, StateItem, StateS
 from tasks.recognize.check_set import expected_frame
 from tasks.recognize.measures import create_measure_views
 from tasks.recognize.prompt import STATE_PROMPT, TRAIT_PROMPT, load_recognize_prompt, parse_dimension
+from tasks.shared.judge_runs import published_judge_run
 
 ALL_DIMENSIONS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
 
@@ -46,11 +47,13 @@ def choose_dimensions(names: list[str] | None) -> list[str]:
 
 @task(cache_policy=NO_CACHE)
 def load_cot_answers(settings: Settings, judge_run: str) -> list[CotAnswer]:
-    """Every with-CoT answer of the judge run whose label read; a run unknown or without CoT is a UsageError."""
+    """Every with-CoT answer of the published judge run whose label read; a run unknown, not published (its gate
+    failed, or it is still running) or without CoT is a UsageError."""
     with connect(settings.warehouse, read_only=True) as con:
         found = run_sql(con, "recognize/select_judge_run", {"judge_run": judge_run}).fetchall()
         if not found:
             raise UsageError(f"no judge run {judge_run!r} (peras runs list --kind judge shows them)")
+        published_judge_run(con, judge_run)  # what its gate refused is read by no stage
         if found[0][2] == 0:
             raise UsageError(f"judge run {judge_run!r} has no with-CoT judgments: judge with --cot with or both")
         rows = run_sql(con, "recognize/select_cot_answers", {"judge_run": judge_run}).fetchall()

@@ -1,5 +1,5 @@
--- Per recognize run: is each persona's intended pole recognised on its own dimension, and does default read mostly
--- uncertain (the control)?
+-- Per published recognize run: is each persona's intended pole recognised on its own dimension, and does default
+-- read mostly uncertain (the control)?
 --   n_personas      high/low personas read on their own dimension;  n_recognised  those whose verdict is the pole
 --   accuracy        n_recognised / n_personas (the ten built-in personas: tenths)
 --   mean_shift      mean |shift| of the own dimension from default, signed toward the pole (+: moved the right way)

@@ -1,6 +1,6 @@
--- Per recognize run x high/low persona: does the recognizer's verdict on the persona's own dimension agree with the
--- BFI-2 check's verdict (persona_fidelity) for the same persona and the same model (the judge run's), from the
--- latest published check run of that model?
+-- Per published recognize run x high/low persona: does the recognizer's verdict on the persona's own dimension
+-- agree with the BFI-2 check's verdict (persona_fidelity) for the same persona and the same model (the judge run's),
+-- from the latest published check run of that model?
 --   is_recognised   recognize_shift's own-dimension verdict equals the pole
 --   check_run       the BFI-2 check run compared (null: no published check of that model)
 --   is_bfi2_pass    the persona's comparison passes (high_vs_default for a high persona, default_vs_low for a low)

@@ -1,5 +1,6 @@
--- How far to trust the recognizer, per recognize run: its readings of the check set (personality 'check-set'; texts
--- written for PERAS, their expectations in recognize_check_texts: text_id, dimension, level, evidence_ids).
+-- How far to trust the recognizer, per published recognize run: its readings of the check set (personality
+-- 'check-set'; texts written for PERAS, their expectations in recognize_check_texts: text_id, dimension, level,
+-- evidence_ids).
 --   n_texts      check texts expected;  n_correct  read at the expected level (a failure is wrong)
 --   accuracy     n_correct / n_texts
 --   n_id_texts   texts expected high or low (they carry evidence ids)
@@ -48,6 +49,7 @@ final as (
     from levels
     inner join recognize_runs as r using (recognize_run_id)
     left join ids using (recognize_run_id)
+    where r.status = 'published'
 )
 
 select * from final

@@ -1,8 +1,8 @@
--- The evidence the recognizer quoted: per recognize run, every answer read at a high or low level, with the
--- sentences it cited (evidence, by utterance_ids) and its analysis; is_own_dimension and is_intended_pole say
+-- The evidence the recognizer quoted: per published recognize run, every answer read at a high or low level, with
+-- the sentences it cited (evidence, by utterance_ids) and its analysis; is_own_dimension and is_intended_pole say
 -- whether it is the persona's own dimension read at the persona's pole (the examples the report shows first).
 with runs as (
-    select recognize_run_id, run_name, judge_run from recognize_runs
+    select recognize_run_id, run_name, judge_run from recognize_runs where status = 'published'
 ),
 
 poles as (

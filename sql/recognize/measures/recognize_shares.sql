@@ -1,5 +1,6 @@
--- Per recognize run x personality x dimension: how the recognizer read the persona's sampled CoT answers (EPR-S;
--- the check set's readings are left out).
+-- Per published recognize run x personality x dimension: how the recognizer read the persona's sampled CoT answers
+-- (EPR-S; the check set's readings are left out). A run that failed its gate (or is still running) is counted
+-- nowhere: every view over recognize_shares (shift, accuracy, BFI-2 agreement) reads published runs only.
 --   n_answers   answers asked;  n_read  answers whose reading read (status 'ok');  n_failures  the others
 --   n_high, n_low, n_uncertain   read answers at each level
 --   share_high, share_low, share_uncertain   each over n_read (null when nothing read)
@@ -7,6 +8,7 @@
 --   verdict     'high' when more answers read high than low, 'low' when more read low, else 'uncertain'
 with runs as (
     select recognize_run_id, run_name, judge_run, model as recognizer_model from recognize_runs
+    where status = 'published'
 ),
 
 counted as (

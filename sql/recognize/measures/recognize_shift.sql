@@ -1,5 +1,5 @@
--- Per recognize run x high/low persona x dimension: the persona's reading against default's on the same dimension
--- (default's answers are the control: no instruction, so they should read mostly uncertain).
+-- Per published recognize run x high/low persona x dimension: the persona's reading against default's on the same
+-- dimension (default's answers are the control: no instruction, so they should read mostly uncertain).
 --   is_own_dimension  the dimension is the persona's trait (HN: neuroticism); the others are off-target
 --   intended_pole     the persona's pole (high, low) on its own dimension; null off-target
 --   lean, default_lean  (n_high - n_low) / n_read of the persona and of default (recognize_shares)

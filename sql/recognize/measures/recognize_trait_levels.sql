@@ -1,8 +1,9 @@
--- The trait judgments (EPR-T) per recognize traits run x personality x dimension, with their evidence: the level,
--- the ids of the answers cited (answer k is shown[k], 'query_id/doc_id'), one paragraph per facet and the summary
--- line (the paper's Figure 8 form); is_intended_pole for a persona's own dimension read at its pole.
+-- The trait judgments (EPR-T) per published recognize traits run x personality x dimension, with their evidence:
+-- the level, the ids of the answers cited (answer k is shown[k], 'query_id/doc_id'), one paragraph per facet and the
+-- summary line (the paper's Figure 8 form); is_intended_pole for a persona's own dimension read at its pole.
 with runs as (
     select recognize_trait_run_id, run_name, judge_run, model as recognizer_model from recognize_trait_runs
+    where status = 'published'
 ),
 
 poles as (
