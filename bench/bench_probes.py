@@ -39,6 +39,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--personality", action="append", default=[])
     parser.add_argument("--cot", default="without", choices=["with", "without", "both"])
     parser.add_argument("--confidence-method", default="logprob")
+    parser.add_argument("--name", help="the probe collection's name [COLLECTION-probes]")
     parser.add_argument("--run-name", default="probes-bench")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the embedded model")
     parser.add_argument("--model", help="the endpoint's model (with --base-url)")
@@ -77,7 +78,9 @@ def headlines(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if of_kind[0]["role"] == "attack":
             rates = [row["attack_success_rate"] for row in of_kind if row["attack_success_rate"] is not None]
             worst = max(rates, default=0.0)
-            out.append(headline(f"{kind}: attack success", worst, "share", f"<= {MAX_SUCCESS}", worst <= MAX_SUCCESS))
+            attackable = sum(row["n_attackable"] for row in of_kind)
+            measure = f"{kind}: attack success ({attackable} attackable)"
+            out.append(headline(measure, worst, "share", f"<= {MAX_SUCCESS}", bool(rates) and worst <= MAX_SUCCESS))
         else:
             worst = max(row["label_change_rate"] or 0.0 for row in of_kind)
             out.append(headline(f"{kind}: labels moved", worst, "share", f"<= {MAX_SUCCESS}", worst <= MAX_SUCCESS))
@@ -92,13 +95,13 @@ def main() -> None:
     if not warehouse:
         raise SystemExit("set PERAS_WAREHOUSE (a warehouse of your own, with the collection ingested)")
     kinds = [flag for kind in args.kind for flag in ("--kind", kind)]
-    build_s, built = run(
-        "probes", "build", args.collection, "--sample", str(args.sample), "--seed", str(args.seed), *kinds
-    )
+    target = args.name or f"{args.collection}-probes"
+    draw = ["--sample", str(args.sample), "--seed", str(args.seed), "--name", target]
+    build_s, built = run("probes", "build", args.collection, *draw, *kinds)
     endpoint = ["--base-url", args.base_url, "--model", args.model] if args.base_url else []
     personalities = [flag for p in args.personality or ["default"] for flag in ("--personality", p)]
     settings = [*personalities, "--cot", args.cot, "--confidence-method", args.confidence_method]
-    judge_s, judged = run("judge", f"{args.collection}-probes", *settings, "--run-name", args.run_name, *endpoint)
+    judge_s, judged = run("judge", target, *settings, "--run-name", args.run_name, *endpoint)
     rows, judge_run = measures(warehouse, args.run_name)
     result = {
         "arguments": vars(args),
