@@ -27,19 +27,22 @@ def probes_build(
     seed: int = 0,
     kinds: list[str] | None = None,
     name: str | None = None,
+    subset: str | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
-    """Draw `sample` judged pairs of `collection` with `seed` and publish their clean and perturbed copies (each kind's
-    variants) as the collection `name` (default `<collection>-probes`); the same call again changes nothing."""
+    """Draw `sample` judged pairs of `collection` (or of its topic `subset`) with `seed` and publish their clean and
+    perturbed copies (each kind's variants) as the collection `name` (default `<collection>-probes`); the same call
+    again changes nothing."""
     settings = settings or load_settings()
     target = name or probe_collection_name(collection)
     chosen = choose_kinds(kinds)
-    pairs, source_fingerprint = read_source_pairs(settings, collection, target)
+    pairs, source_fingerprint = read_source_pairs(settings, collection, subset, target)
     copies = make_probe_copies(pairs, chosen, sample, seed, collection)
-    fingerprint = probe_fingerprint(source_fingerprint, chosen, sample, seed)
+    fingerprint = probe_fingerprint(source_fingerprint, subset, chosen, sample, seed)
     if published_probe_fingerprint(settings, target) == fingerprint:
         return summarize_build(target, collection, copies, "unchanged")
-    build = {"n_pairs": sample, "seed": seed, "kinds": [k.kind for k in chosen], "fingerprint": fingerprint}
+    build = {"n_pairs": sample, "seed": seed, "subset": subset, "kinds": [k.kind for k in chosen]}
+    build["fingerprint"] = fingerprint
     publish_probe_set(settings, collection, target, pairs, copies, build)
     publish_analyst_snapshot(settings)
     return summarize_build(target, collection, copies, "published")

@@ -172,7 +172,8 @@ def tiny_run(path: Path) -> None:
         con.execute("insert into collections values ('t-probes', 'probes of t', null, 'f', now())")
         con.execute("insert into queries values ('t-probes', 'q1', 'query')")
         con.execute(
-            """insert into probe_sets values ('t-probes', 't', 3, 0, '["paraphrase","query-stuffing"]', 9, now())"""
+            "insert into probe_sets values ('t-probes', 't', null, 3, 0, ?, 9, now())",
+            ['["paraphrase","query-stuffing"]'],
         )
         for doc in JUDGED["A"]:
             source, copy = doc.split("#")

@@ -86,12 +86,33 @@ def test_build_judge_summary_check_on_the_sample(sample, capsys):
     assert run_cli(capsys, "probes", "check", "probed", "--max-success", "0.7", *warehouse).exit_code == 0
 
 
-def test_a_sample_larger_than_the_collection_is_one_line_and_stores_nothing(sample, capsys):
+BUILD_REFUSALS = [
+    # more pairs than the collection has passages
+    (("--sample", "41"), "error: --sample 41 is more than collection 'sample' has: 40 judged pairs with distinct "
+     "passages (40 pairs); give --sample 40 or fewer"),
+    # and than its subset has: the published subset of a collection without one
+    (("--subset", "nope"), "error: collection 'sample' has no subset 'nope' (see `peras subsets sample`)"),
+    # the collection a probe collection would replace is an ordinary one
+    (("--name", "sample"), "error: collection 'sample' exists and is not a probe collection: give another --name"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "message"), BUILD_REFUSALS)
+def test_a_bad_build_is_one_line_exit_2_and_stores_nothing(sample, capsys, args, message):
     before = snapshot(sample.warehouse)
-    result = run_cli(capsys, "probes", "build", "sample", "--sample", "41", "--warehouse", str(sample.warehouse))
-    assert (result.exit_code, result.out) == (2, "")
-    assert result.err == (
-        "error: --sample 41 is more than collection 'sample' has: 40 judged pairs with distinct passages (40 pairs); "
-        "give --sample 40 or fewer\n"
-    )
+    result = run_cli(capsys, "probes", "build", "sample", *args, "--warehouse", str(sample.warehouse))
+    assert (result.exit_code, result.out, result.err) == (2, "", message + "\n")
     assert snapshot(sample.warehouse) == before
+
+
+def test_a_subset_s_pairs_only(sample, capsys):
+    warehouse = ["--warehouse", str(sample.warehouse)]
+    built = run_cli(capsys, "probes", "build", "sample", "--subset", "balanced", "--sample", "2",
+                    "--kind", "paraphrase", "--name", "balanced-probes", *warehouse)  # fmt: skip
+    assert built.exit_code == 0, built.err
+    assert rows(sample.warehouse, "select source_collection_id, subset_name, n_pairs, kinds from probe_sets") == [
+        ("sample", "balanced", 2, '["paraphrase"]')
+    ]
+    assert rows(sample.warehouse, "select description from collections where collection_id = 'balanced-probes'") == [
+        ("probes of sample/balanced: 2 pairs, seed 0, paraphrase",)
+    ]

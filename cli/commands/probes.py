@@ -32,9 +32,16 @@ def probes() -> None:
     "--kind", "kinds", multiple=True, help="Probe kind (repeatable); default every kind (`peras probes kinds`)."
 )
 @click.option("--name", help="Name of the probe collection [COLLECTION-probes].")
+@click.option("--subset", help="Draw from this topic subset's pairs only (`peras subsets`) [the whole collection].")
 @settings_options
 def build(
-    settings: Settings, collection: str, sample: int, seed: int, kinds: tuple[str, ...], name: str | None
+    settings: Settings,
+    collection: str,
+    sample: int,
+    seed: int,
+    kinds: tuple[str, ...],
+    name: str | None,
+    subset: str | None,
 ) -> None:
     """Draw SAMPLE judged pairs of COLLECTION and ingest their clean and perturbed copies as COLLECTION-probes.
 
@@ -44,7 +51,7 @@ def build(
     \b
     Examples:
         peras probes build sample
-        peras probes build dl19 --sample 50 --seed 3 --kind instruction-injection --kind paraphrase
+        peras probes build dl19 --subset published --sample 50 --kind instruction-injection --kind paraphrase
     """
     from flows.probes import probes_build
     from tasks.probes.kinds import load_kinds
@@ -58,6 +65,7 @@ def build(
         seed=seed,
         kinds=list(kinds) or None,
         name=name,
+        subset=subset,
         settings=settings,
     )
     click.echo(built_line(result))

@@ -5,6 +5,7 @@
 create table if not exists probe_sets (
     collection_id           varchar primary key,  -- the probe collection, judged like any other
     source_collection_id    varchar not null,     -- the collection its pairs were drawn from
+    subset_name             varchar,              -- the topic subset they were drawn from; null: the whole collection
     n_pairs                 integer not null,     -- pairs drawn (each with a clean copy)
     seed                    bigint not null,      -- the draw's seed (pairs and other topics' passages)
     kinds                   json not null,        -- the kinds built, by name

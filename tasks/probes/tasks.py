@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import run_sql
-from peras.warehouse import not_ingested, now, open_migrated, transaction
+from peras.warehouse import not_ingested, now, open_migrated, require_collection, transaction
 from tasks.probes.build import ProbeCopy, SourcePair, build_copies, copy_rows, draw_pairs
 from tasks.probes.kinds import ProbeKind, load_kinds
 
@@ -38,9 +38,12 @@ def choose_kinds(names: list[str] | None) -> list[ProbeKind]:
 
 
 @task(cache_policy=NO_CACHE)
-def read_source_pairs(settings: Settings, collection: str, target: str) -> tuple[list[SourcePair], str]:
-    """The source collection's judged pairs and fingerprint; refused when it is a probe collection itself, or when
-    `target` names a collection that is not a probe collection (it would be replaced)."""
+def read_source_pairs(
+    settings: Settings, collection: str, subset: str | None, target: str
+) -> tuple[list[SourcePair], str]:
+    """The source collection's (or subset's) judged pairs and fingerprint; refused when it is a probe collection
+    itself, when it lacks the subset, or when `target` names a collection that is not a probe collection (it would
+    be replaced)."""
     with open_migrated(settings.warehouse) as con:
         source = run_sql(con, "probes/select_probe_set", {"collection_id": collection}).fetchall()
         existing = run_sql(con, "probes/select_probe_set", {"collection_id": target}).fetchall()
@@ -50,7 +53,9 @@ def read_source_pairs(settings: Settings, collection: str, target: str) -> tuple
             raise UsageError(f"collection {collection!r} is a probe collection already: build from {source[0][1]!r}")
         if existing and existing[0][1] is None:
             raise UsageError(f"collection {target!r} exists and is not a probe collection: give another --name")
-        rows = run_sql(con, "probes/select_source_pairs", {"collection_id": collection}).fetchall()
+        require_collection(con, collection, subset)
+        rows = run_sql(con, "probes/select_source_pairs", {"collection_id": collection, "subset_name": subset})
+        rows = rows.fetchall()
     return [SourcePair(*row) for row in rows], source[0][2]
 
 
@@ -62,15 +67,12 @@ def make_probe_copies(
     return build_copies(pairs, draw_pairs(pairs, n, seed, collection), kinds, seed)
 
 
-def probe_fingerprint(source_fingerprint: str, kinds: list[ProbeKind], n: int, seed: int) -> str:
-    """What the probe collection is made from: the source's files, the kinds' texts, the draw."""
-    basis = {
-        "v": BUILD_VERSION,
-        "source": source_fingerprint,
-        "n": n,
-        "seed": seed,
-        "kinds": [asdict(k) for k in kinds],
-    }
+def probe_fingerprint(source_fingerprint: str, subset: str | None, kinds: list[ProbeKind], n: int, seed: int) -> str:
+    """What the probe collection is made from: the source's files and subset, the kinds' texts, the draw."""
+    basis: dict[str, Any] = {"v": BUILD_VERSION, "source": source_fingerprint, "n": n, "seed": seed}
+    basis["kinds"] = [asdict(kind) for kind in kinds]
+    if subset is not None:  # only then, so that a whole collection's builds keep their fingerprints
+        basis["subset"] = subset
     return hashlib.sha256(json.dumps(basis, sort_keys=True).encode()).hexdigest()
 
 
@@ -104,9 +106,11 @@ def publish_probe_set(
         "staged_qrels": frame.select("query_id", "doc_id", "relevance", "qrels_set"),
         "staged_probe_docs": frame.drop("text", "qrels_set"),
     }
-    description = f"probes of {collection}: {build['n_pairs']} pairs, seed {build['seed']}, {', '.join(build['kinds'])}"
+    source = f"{collection}/{build['subset']}" if build["subset"] else collection
+    description = f"probes of {source}: {build['n_pairs']} pairs, seed {build['seed']}, {', '.join(build['kinds'])}"
     set_row = {
         "source_collection_id": collection,
+        "subset_name": build["subset"],
         "n_pairs": build["n_pairs"],
         "seed": build["seed"],
         "kinds": json.dumps(build["kinds"]),
