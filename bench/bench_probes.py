@@ -39,6 +39,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--personality", action="append", default=[])
     parser.add_argument("--cot", default="without", choices=["with", "without", "both"])
     parser.add_argument("--confidence-method", default="logprob")
+    parser.add_argument("--subset", help="draw from this topic subset only (e.g. published for dl19)")
     parser.add_argument("--name", help="the probe collection's name [COLLECTION-probes]")
     parser.add_argument("--run-name", default="probes-bench")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint instead of the embedded model")
@@ -97,6 +98,7 @@ def main() -> None:
     kinds = [flag for kind in args.kind for flag in ("--kind", kind)]
     target = args.name or f"{args.collection}-probes"
     draw = ["--sample", str(args.sample), "--seed", str(args.seed), "--name", target]
+    draw += ["--subset", args.subset] if args.subset else []
     build_s, built = run("probes", "build", args.collection, *draw, *kinds)
     endpoint = ["--base-url", args.base_url, "--model", args.model] if args.base_url else []
     personalities = [flag for p in args.personality or ["default"] for flag in ("--personality", p)]
