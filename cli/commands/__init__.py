@@ -30,4 +30,5 @@ COMMAND_MODULES = {
     "holes": "evaluate",
     "batch": "batch",
     "ask": "ask",
+    "probes": "probes",
 }
