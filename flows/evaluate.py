@@ -19,7 +19,7 @@ from tasks.evaluate.holes import check_shares, fill_experiment, store_holes, sum
 from tasks.evaluate.tasks import (
     build_runs,
     check_collection,
-    check_topics,
+    collapse_duplicates,
     export_qrels,
     load_human_qrels,
     load_run_labels,
@@ -71,10 +71,13 @@ def evaluate(
     measures: list[str] | None = None,
     settings: Settings | None = None,
     missing_topics: str = "skip",
+    dedupe: bool = False,
 ) -> dict[str, Any]:
     """Score the systems under the human qrels and (qrels a run name, or 'filled' with run) the LLM's; compare.
 
     missing_topics: 'skip' (trec_eval's default) or 'zero' (trec_eval -c) for qrels topics a run lacks.
+    dedupe: score one system of each near-duplicate group (the same top 10 on every judged topic); the groups are
+    reported either way.
 
     With a judge run and no personality or aggregate, every personality gets its own qrels set: which one ranks the
     systems most like the humans' is the agreement table's order.
@@ -82,15 +85,14 @@ def evaluate(
     settings = settings or load_settings()
     chosen = measures or DEFAULT_MEASURES
     human = load_human_qrels(settings, collection)
-    runs = read_run_files(run_files)
-    check_topics(runs, human, collection)
+    runs, duplicates = collapse_duplicates(read_run_files(run_files, human, collection), dedupe)
     labels = load_run_labels(settings, run, cot, confidence_method) if run else None
     sets = qrels_sets(human, check_collection(labels, collection) if labels else None, qrels, personality, aggregate)
     scores = score_under(runs, sets, chosen, missing_topics)
     evaluation = make_evaluation(collection, qrels, labels, chosen, runs, scores, rank_agreement(scores))
     evaluation_id = store_evaluation(settings, evaluation)
     publish_analyst_snapshot(settings)
-    return summarize_evaluation(evaluation_id, evaluation, missing_topics)
+    return summarize_evaluation(evaluation_id, evaluation, missing_topics, duplicates, dedupe)
 
 
 @flow(name="build-runs", flow_run_name="build-runs-{collection}", log_prints=True)
