@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import polars as pl
 
-
 DEFAULT_DEPTH = 10
 
 
