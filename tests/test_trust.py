@@ -117,7 +117,8 @@ def test_bad_trust_input_is_one_line_and_stores_nothing(settings, ingested, shar
     ingested("dl21", settings)
     where = ["--warehouse", str(settings.warehouse)]
     judged = noisy_judgments(shared_data, tmp_path / "noisy.txt")
-    imported = run_cli(capsys, "import-judgments", str(judged), "--name", "noisy", "--collection", "dl21", *where)
+    noisy = ["--name", "noisy", "--collection", "dl21", "--confidence-column", "5", *where]
+    imported = run_cli(capsys, "import-judgments", str(judged), *noisy)
     assert imported.exit_code == 0, imported.err
     sample_qrels = Path(__file__).parents[1] / "peras" / "data" / "sample" / "qrels.txt"
     assert run_cli(capsys, "ingest", "sample", *where).exit_code == 0
