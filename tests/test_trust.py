@@ -7,12 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 import tasks.evaluate.tasks as evaluate_tasks
 from peras.errors import UsageError
 from peras.warehouse import open_migrated
-from tasks.evaluate.trust import sample_size
+from tasks.evaluate.trust import human_sample, sample_size
 from tests.helpers import run_cli, snapshot
 from tests.test_judge import rows as stored
 
@@ -145,3 +146,18 @@ def test_bad_trust_input_is_one_line_and_stores_nothing(settings, ingested, shar
         last = result.err.splitlines()[-1]
         assert last.startswith(f"error: {message}"), (options, result.err)
     assert snapshot(settings.warehouse) == before
+
+
+@pytest.mark.core
+def test_a_sample_is_drawn_from_the_judged_pool_or_read_from_a_file(tmp_path):
+    human = pl.DataFrame(
+        {"query_id": ["q1", "q1", "q2", "q2"], "doc_id": ["a", "b", "c", "d"], "relevance": [3, 0, 1, 2]}
+    )
+    pool = human.filter(pl.col("doc_id") != "d").with_columns(relevance=pl.lit(1), confidence=pl.lit(None))
+    # 2 of the 3 pool pairs (d is not in the pool), seeded
+    drawn = human_sample(human, pool, "2", seed=1)
+    assert drawn.height == 2 and set(drawn["doc_id"]) <= {"a", "b", "c"}
+    assert drawn.equals(human_sample(human, pool, "2", seed=1))
+    supplied = tmp_path / "sample.qrels"
+    supplied.write_text("q1 0 a 3\nq2 0 c 1\n")
+    assert human_sample(human, pool, str(supplied), seed=1).rows() == [("q1", "a", 3), ("q2", "c", 1)]

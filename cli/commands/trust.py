@@ -23,7 +23,10 @@ SHOWN_FLIPS = 20
 @label_options
 @click.option("--measure", default="nDCG@10", show_default=True, help="ir_measures measure the systems are ranked by.")
 @click.option(
-    "--human-sample", default="5%", show_default=True, help="Human labels drawn from the judged pool: 5%, 0.05 or 500."
+    "--human-sample",
+    default="5%",
+    show_default=True,
+    help="Human labels drawn from the judged pool (5%, 0.05 or 500 pairs), or a qrels FILE of them.",
 )
 @click.option("--bootstrap", "replicates", type=bounded(1), default=1000, show_default=True, help="Replicates.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.90, show_default=True)

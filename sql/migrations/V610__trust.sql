@@ -11,7 +11,7 @@ create table if not exists trust_studies (
     cot             boolean not null,          -- the CoT setting of the labels
     confidence_method varchar not null,        -- the confidence method of the labels
     measure         varchar not null,          -- ir_measures name the systems are ranked by, e.g. 'nDCG@10'
-    human_sample    varchar not null,          -- the sample asked for: a share ('5%', '0.05') or a count of pairs ('500')
+    human_sample    varchar not null,          -- the sample asked for: a share ('5%', '0.05'), a count of pairs ('500') or a qrels file
     n_sample        integer not null,          -- human-labelled pairs in the sample
     n_pool          integer not null,          -- pairs of the judged pool (LLM-labelled pairs the human qrels judge too)
     replicates      integer not null,          -- bootstrap replicates over topics

@@ -27,9 +27,10 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import UsageError, clip
 from tasks.evaluate.bootstrap import BootstrapSpec, agreement_intervals, flipped_pairs
 from tasks.evaluate.intervals import IntervalSpec, draw_human_sample, system_intervals
+from tasks.evaluate.qrels import QRELS_SCHEMA
 from tasks.evaluate.ranking import ALL_TOPICS, parse_measures, score_systems
 from tasks.evaluate.tasks import RunLabels, one_qrels
-from tasks.shared.readers import sha256_file
+from tasks.shared.readers import read_qrels, sha256_file
 
 SAMPLE_TEXT = re.compile(r"^(?:(?P<percent>\d+(?:\.\d+)?)%|(?P<share>\d*\.\d+)|(?P<pairs>\d+))$")
 
@@ -70,8 +71,27 @@ def check_spec(spec: TrustSpec) -> TrustSpec:
     """A measure ir_measures knows, a readable sample, a valid bootstrap: usage errors before anything is read."""
     parse_measures([spec.measure])
     spec.bootstrap()
-    sample_size(spec.human_sample, 1_000_000)
+    if supplied_sample(spec.human_sample) is None:
+        sample_size(spec.human_sample, 1_000_000)
     return spec
+
+
+def supplied_sample(text: str) -> Path | None:
+    """The qrels file of human labels the user supplies as the sample (`--human-sample FILE`), or None."""
+    path = Path(text)
+    return path if path.is_file() else None
+
+
+def human_sample(human: pl.DataFrame, pool: pl.DataFrame, text: str, seed: int) -> pl.DataFrame:
+    """The sample's human labels: the supplied file's (TREC qrels), or a seeded random sample of the judged pool
+    (intervals.py refuses a sample that is empty, of one topic, larger than the pool or with pairs outside it)."""
+    path = supplied_sample(text)
+    if path is not None:
+        rows = [(q.query_id, q.doc_id, q.relevance) for q in read_qrels(path).qrels]
+        return pl.DataFrame(rows, schema=QRELS_SCHEMA, orient="row")
+    in_pool = human.join(pool, on=["query_id", "doc_id"], how="semi")
+    size = sample_size(text, in_pool.height)
+    return draw_human_sample(in_pool, size / in_pool.height, seed)
 
 
 def sample_size(text: str, n_pool: int) -> int:
@@ -102,6 +122,7 @@ def study_id(collection_id: str, labels: RunLabels, chosen: str, run_files: list
         "cot": labels.cot,
         "confidence_method": labels.confidence_method,
         "files": [[Path(path).name, sha256_file(Path(path))] for path in run_files],
+        "sample_file": None if (sample := supplied_sample(spec.human_sample)) is None else sha256_file(sample),
         "spec": vars(spec),
     }
     return hashlib.sha256(json.dumps(fixed, sort_keys=True).encode()).hexdigest()
@@ -140,10 +161,8 @@ def judged_pool(
 
 @task(cache_policy=NO_CACHE)
 def draw_sample(human: pl.DataFrame, pool: pl.DataFrame, spec: TrustSpec) -> pl.DataFrame:
-    """The human labels of a seeded random sample of the judged pool."""
-    in_pool = human.join(pool, on=["query_id", "doc_id"], how="semi")
-    size = sample_size(spec.human_sample, in_pool.height)
-    return draw_human_sample(in_pool, size / in_pool.height, spec.seed)
+    """The human labels of the sample: supplied, or drawn from the judged pool."""
+    return human_sample(human, pool, spec.human_sample, spec.seed)
 
 
 @task(cache_policy=NO_CACHE)
