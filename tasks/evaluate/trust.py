@@ -72,7 +72,7 @@ def check_spec(spec: TrustSpec) -> TrustSpec:
     parse_measures([spec.measure])
     spec.bootstrap()
     if supplied_sample(spec.human_sample) is None:
-        sample_size(spec.human_sample, 1_000_000)
+        parse_sample(spec.human_sample)
     return spec
 
 
@@ -94,18 +94,23 @@ def human_sample(human: pl.DataFrame, pool: pl.DataFrame, text: str, seed: int) 
     return draw_human_sample(in_pool, size / in_pool.height, seed)
 
 
-def sample_size(text: str, n_pool: int) -> int:
-    """Pairs to sample: '5%' or '0.05' (a share of the pool, rounded) or '500' (pairs); more than the pool: an error."""
+def parse_sample(text: str) -> tuple[int | None, float | None]:
+    """(pairs, None) for '500', (None, share) for '5%' or '0.05'; unreadable or above 100%: a usage error."""
     found = SAMPLE_TEXT.match(text.strip())
     if found is None:
         raise UsageError(f"--human-sample {text!r}: give a share (5% or 0.05) or a number of pairs (500)")
     if found["pairs"] is not None:
-        size = int(found["pairs"])
-    else:
-        share = float(found["percent"]) / 100 if found["percent"] is not None else float(found["share"])
-        if share > 1:
-            raise UsageError(f"--human-sample {text}: a share above 100% is more than the judged pool")
-        size = round(share * n_pool)
+        return int(found["pairs"]), None
+    share = float(found["percent"]) / 100 if found["percent"] is not None else float(found["share"])
+    if share > 1:
+        raise UsageError(f"--human-sample {text}: a share above 100% is more than the judged pool")
+    return None, share
+
+
+def sample_size(text: str, n_pool: int) -> int:
+    """Pairs to sample: '5%' or '0.05' (a share of the pool, rounded) or '500' (pairs); more than the pool: an error."""
+    pairs, share = parse_sample(text)
+    size = pairs if pairs is not None else round((share or 0.0) * n_pool)
     if size > n_pool:
         raise UsageError(f"--human-sample {text}: {size} pairs is more than the {n_pool} pairs of the judged pool")
     if size == 0:
