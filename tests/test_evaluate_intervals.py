@@ -39,6 +39,16 @@ def test_human_only_precision_is_the_horvitz_thompson_mean_with_its_classical_in
     assert found.select("estimate", "lower", "upper").row(0) == pytest.approx((0.5, 0.5 - half, 0.5 + half), abs=1e-15)
 
 
+def test_a_topic_sampled_more_densely_counts_for_fewer_pairs() -> None:
+    # 1 of a's 4 pairs (each stands for 4) and 3 of b's 4 (each for 4/3). P@2: a: d3 is below the cutoff, 0;
+    # b: 4/3 x 1/2 x [e1 relevant] = 2/3; mean 1/3. Weights relative to N/n = 2: d3 2, b's 2/3; N psi x weight =
+    # [0, 2 x 2/3, 0, 0]: mean 1/3, sd (ddof 0) 1/sqrt(3), se 1/(2 sqrt(3)).
+    sample = HUMAN.filter(pl.col("doc_id").is_in(["d3", "e1", "e2", "e3"]))
+    found = system_intervals(RUNS, LLM, sample, IntervalSpec("P@2", alpha=0.5, methods=("human_only",)))
+    half = 0.6744897501960817 / (2 * math.sqrt(3))
+    assert found.select("estimate", "lower", "upper").row(0) == pytest.approx((1 / 3, 1 / 3 - half, 1 / 3 + half))
+
+
 def test_a_full_sample_gives_the_exact_human_ndcg_for_every_method() -> None:
     # nDCG@10: a = (3 + 1/log2 3 + 2/log2 5) / (3 + 2/log2 3 + 1/2) = 0.94339..., b = (1 + 2/log2 5) / (2 + 1/log2 3)
     expected = ((3 + 1 / math.log2(3) + 2 / math.log2(5)) / (3 + 2 / math.log2(3) + 0.5)
@@ -86,9 +96,9 @@ def test_lambda_zero_without_predictions_is_ppi_pythons_classical_interval() -> 
 
 
 def test_calibration_leaves_each_sampled_pair_out_of_its_own_prediction() -> None:
-    # Two grades, one bin; sampled pairs 0 (LLM 1, human 1) and 1 (LLM 1, human 0). Without pair 0, the cell
-    # (LLM 1) holds one human 0: P0 = (1, 1)... from the other pair alone: P0 = (2, 1)/3, P1 = (1 + 2/3, 1/3)/2,
-    # P2 = P1 + cell counts (1, 0): ((5/6 + 1), 1/6) / 2.
+    # Two grades, one bin; sampled pairs 0 (LLM 1, human 1) and 1 (LLM 1, human 0). Pair 0 left out, pair 1 alone:
+    # P0 = (1 + 1, 0 + 1) / 3 = (2/3, 1/3); P1(. | LLM 1) = ((1, 0) + P0) / 2 = (5/6, 1/6);
+    # P2(. | LLM 1, bin 0) = ((1, 0) + P1) / 2 = ((1 + 5/6) / 2, (1/6) / 2).
     everyone, left_out = calibrated_probabilities(
         np.array([1, 1, 0]), np.zeros(3, int), np.array([0, 1]), np.array([1, 0]), 2
     )
@@ -98,7 +108,8 @@ def test_calibration_leaves_each_sampled_pair_out_of_its_own_prediction() -> Non
 
 def test_the_sample_draw_is_seeded_sorted_and_sized() -> None:
     first, again = draw_human_sample(HUMAN, 0.5, seed=3), draw_human_sample(HUMAN, 0.5, seed=3)
-    assert first.equals(again) and first.height == 4
+    assert first.equals(again) and first["query_id"].to_list() == ["a", "a", "b", "b"]  # two of each topic's four
+    assert draw_human_sample(HUMAN, 0.01, seed=3)["query_id"].to_list() == ["a", "b"]  # at least one per topic
     assert first.equals(first.sort("query_id", "doc_id"))
     assert not first.equals(draw_human_sample(HUMAN, 0.5, seed=4))
     found = [system_intervals(RUNS, LLM, first, IntervalSpec()) for _ in range(2)]
@@ -124,7 +135,6 @@ def test_a_bad_sample_is_one_line(sample: pl.DataFrame, message: str) -> None:
     ("call", "message"),
     [
         (lambda: draw_human_sample(HUMAN, 0.0, 1), "use a share in"),
-        (lambda: draw_human_sample(HUMAN, 0.01, 1), "draws no pair"),
         (lambda: system_intervals(RUNS, LLM, HUMAN, IntervalSpec("AP")), "has no score interval"),
         (lambda: system_intervals(RUNS, LLM, HUMAN, IntervalSpec(methods=("bootstrap",))), "interval method"),
     ],

@@ -5,12 +5,11 @@ A measure linear in the labels (P@k) is a total over pool pairs, estimated with 
 topics of DCG_q / IDCG_q: both are functions of per-topic totals of the labels (DCG_q of the system's weighted
 gains, IDCG_q of the counts of pairs at or above each gain, IDCG = sum_j (v_j - v_j-1) D(C_qj) with D the cumulative
 discount), so the score is a function F of pool totals T, smooth except where a count crosses an integer or the
-cutoff. Each total is estimated prediction-powered, T~(lambda) = lambda x the predictions' totals + N/n x the
-sample's (human - lambda x prediction); the estimate is F(T~(lambda)), and its interval the delta method: each pair's
-influence psi_i(label) = grad F(T~) . phi_i(label) is a value per pair, and PPI++ gives the interval of its pool total
-(Y = N psi(human), Yhat = N psi(prediction)), lambda tuned per system by PPI++ on the influence at lambda 1.
-docs/evaluate.md says what it assumes and what it covers; bench/bench_trust_coverage.py
-measures it.
+cutoff. The delta method around the sample's own totals T^ (N/n x the sample's sums): F(T) ~ F(T^) + L(T) - L(T^),
+L(T) the pool total of each pair's influence psi_i(label) = grad F(T^) . phi_i(label). PPI++ estimates L(T) from
+Y = N psi(human label) on the sample and Yhat = N psi(prediction) on the sample and the pool, lambda tuned per
+system; lambda 0 without predictions is the human sample alone (F(T^) and the classical interval). docs/evaluate.md
+says what it assumes and what it covers; bench/bench_trust_coverage.py measures it.
 
 Methods: `ppi` (predictions: the LLM labels), `human_only` (no predictions: the sample alone, lambda 0) and
 `calibrated_ppi` (predictions: expected labels under P(human | LLM label, confidence bin) fitted on the sample, left
@@ -46,7 +45,11 @@ RESULT_SCHEMA = {
 
 @dataclass(frozen=True)
 class IntervalSpec:
-    """What to estimate: the measure (an ir_measures name), 1 - coverage, the methods, the sampling seed."""
+    """What to estimate: the measure (an ir_measures name), 1 - coverage, the methods, the sampling seed.
+
+    The intervals themselves are deterministic: `seed` is the seed the caller draws the sample with
+    (draw_human_sample), kept with the spec so a stored result says which sample it came from.
+    """
 
     measure: str = "nDCG@10"
     alpha: float = 0.10
@@ -57,19 +60,26 @@ class IntervalSpec:
 def draw_human_sample(human_qrels: pl.DataFrame, share: float, seed: int) -> pl.DataFrame:
     """A seeded random sample of the judged pool: query_id, doc_id, relevance (share in (0, 1]).
 
-    round(share x pairs) pairs drawn without replacement by numpy's generator seeded with `seed`, from the pairs
-    sorted by (query_id, doc_id), returned in that order.
+    Stratified by topic: from each topic's pairs (sorted by doc_id) max(1, round(share x its pairs)) drawn without
+    replacement by numpy's generator seeded with `seed`, topics in query_id order; returned sorted by (query_id,
+    doc_id). Every topic gets a pair, so every topic's ideal DCG has an estimate.
     """
     if not 0 < share <= 1:
         raise UsageError(f"human sample share {share:g}: use a share in (0, 1], e.g. 0.05 for 5% of the pairs")
     pairs = (
         human_qrels.select("query_id", "doc_id", "relevance").unique(["query_id", "doc_id"]).sort("query_id", "doc_id")
     )
-    size = round(share * pairs.height)
-    if size == 0:
-        raise UsageError(f"a {share:g} share of {pairs.height} judged pairs draws no pair: use a larger share")
-    picked = np.sort(np.random.default_rng(seed).choice(pairs.height, size=size, replace=False))
-    return pairs[picked]
+    rng = np.random.default_rng(seed)
+    picked = []
+    for start, size in (
+        pairs.group_by("query_id", maintain_order=True)
+        .len()
+        .select(start=pl.col("len").cum_sum() - pl.col("len"), size="len")
+        .iter_rows()
+    ):
+        draw = rng.choice(size, size=max(1, round(share * size)), replace=False)
+        picked.append(start + np.sort(draw))
+    return pairs[np.concatenate(picked)]
 
 
 def check_spec(spec: IntervalSpec) -> None:
@@ -96,14 +106,14 @@ def predictions(method: str, pool: Pool, llm_confidence: pl.DataFrame | None) ->
 
 
 def linearise(pool: Pool, systems: Systems) -> tuple[np.ndarray, list[np.ndarray]]:
-    """F at the sample's Horvitz-Thompson totals (N/n x the sample's) per system, and the influence coefficients
-    there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[s, q_i]) for a grade
-    distribution x."""
-    scale = pool.size / pool.sample.size
+    """F at the sample's totals (each sampled pair counted N_q / n_q times) per system, and the influence
+    coefficients there: (F, [a, b, e]) with psi_i(x) = a[s, q_i] W[s, i] (x . gain) - b[s, q_i] (x . e[q_i]) for a
+    grade distribution x (e: the ideal DCG's slope per grade, per topic)."""
+    scale = pool.expansion
     on_sample = pool.topic_matrix[pool.sample]  # (n, Q)
-    dcg = scale * (systems.weight[:, pool.sample] * pool.gain[pool.human]) @ on_sample  # (S, Q)
+    dcg = (systems.weight[:, pool.sample] * pool.gain[pool.human] * scale) @ on_sample  # (S, Q)
     if pool.normalised:
-        counts = scale * on_sample.T @ pool.at_least[pool.human]  # (Q, J)
+        counts = on_sample.T @ (pool.at_least[pool.human] * scale[:, None])  # (Q, J)
         ideal, slope = pool.ideal(np.clip(counts, 0, pool.topic_sizes[:, None]))
     else:
         ideal, slope = np.ones(pool.n_topics), np.zeros((pool.n_topics, len(pool.grades)))
@@ -135,7 +145,7 @@ def method_interval(
     """
     f, coef, y = anchor
     everyone, sampled = dist
-    yhat = influence(pool, systems, coef, sampled, pool.sample)
+    yhat = influence(pool, systems, coef, sampled, pool.sample) * pool.sample_weight[:, None]
     yhat_all = influence(pool, systems, coef, everyone, np.arange(pool.size))
     found = ppi_mean_ci(y, yhat, yhat_all, alpha, lam=0.0 if method == "human_only" else None)
     shift = f - y.mean(axis=0)
@@ -165,7 +175,8 @@ def pool_intervals(
 ) -> pl.DataFrame:
     """system_intervals on prepared arrays (a benchmark prepares the systems once for many samples)."""
     f, coef = linearise(pool, systems)
-    anchor = (f, coef, influence(pool, systems, coef, np.eye(len(pool.grades))[pool.human], pool.sample))
+    human = influence(pool, systems, coef, np.eye(len(pool.grades))[pool.human], pool.sample)
+    anchor = (f, coef, human * pool.sample_weight[:, None])
     frames = []
     for method in spec.methods:
         dist = predictions(method, pool, llm_confidence)

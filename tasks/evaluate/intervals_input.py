@@ -48,6 +48,17 @@ class Pool:
     def topic_matrix(self) -> np.ndarray:
         return np.eye(self.n_topics)[self.topic]
 
+    @cached_property
+    def expansion(self) -> np.ndarray:
+        """Per sampled pair, N_q / n_q: how many pool pairs of its topic it stands for (post-stratified)."""
+        sampled = np.bincount(self.topic[self.sample], minlength=self.n_topics)
+        return self.topic_sizes[self.topic[self.sample]] / sampled[self.topic[self.sample]]
+
+    @property
+    def sample_weight(self) -> np.ndarray:
+        """The expansion relative to N/n (1 when every topic is sampled at the same rate)."""
+        return self.expansion * self.sample.size / self.size
+
     @property
     def topic_sizes(self) -> np.ndarray:
         return np.bincount(self.topic, minlength=self.n_topics).astype(float)
