@@ -86,7 +86,7 @@ def test_trust_on_dl21_with_an_imported_judge_then_a_rerun_that_computes_nothing
     assert "(90% bootstrap interval over topics, 100 of 100 replicates, seed 0)" in lines[2]
     flips = next(line for line in lines if line.startswith("Pairs whose order flips: "))
     assert flips.endswith(" of 1,953 (human_gap = a - b > 0 > llm_gap)")
-    sample = "90% intervals for each system's human nDCG@10 from a 5% human sample (541 of 10,828 pool pairs)"
+    sample = "90% intervals for each system's human nDCG@10 from a 5% human sample (543 of 10,828 pool pairs)"
     assert sample in result.out
     # the best system first, with its full human score (trec_eval's 0.749) and three intervals
     best = next(line for line in lines if line.startswith("pash_f1 "))
@@ -97,7 +97,7 @@ def test_trust_on_dl21_with_an_imported_judge_then_a_rerun_that_computes_nothing
     )
     assert stored(settings, counts) == [(1, 2 * 63 * 54, 3, 63 * 3)]
     summary = stored(settings, "select n_systems, n_topics, n_sample, n_pool from trust_summary")
-    assert summary == [(63, 53, 541, 10_828)]
+    assert summary == [(63, 53, 543, 10_828)]
 
     # the same inputs again: read back, no run file read, nothing written
     before = snapshot(settings.warehouse)
@@ -130,13 +130,16 @@ def test_bad_trust_input_is_one_line_and_stores_nothing(settings, ingested, shar
     before = snapshot(settings.warehouse)
     dl21 = [str(p) for p in sorted((shared_data / "dl21" / "runs").glob("p_*.run.gz"))]
     dl19 = str(shared_data / "dl19" / "runs" / "ICT-BERT2.run.gz")
+    one_topic = tmp_path / "one-topic.qrels"  # a sample the user supplies, of topic 2082's first two pairs
+    qrels = (shared_data / "dl21" / "2021.qrels.pass.final.txt").read_text().splitlines()
+    one_topic.write_text("".join([f"{line}\n" for line in qrels if line.startswith("2082 ")][:2]))
     cases = [
         (["--run", "other"], dl21, "judge run 'other' judged collection 'sample', not 'dl21'"),
         (["--run", "noisy"], [*dl21, dl19], f"no query of run file {dl19} (1005165, 100983, 101169, 1012021, "
          "1014126 ...) is judged in collection 'dl21': give the --collection the runs answer"),
         (["--run", "noisy", "--human-sample", "0%"], dl21,
          "--human-sample 0%: that draws no pair of the 10828 of the judged pool"),
-        (["--run", "noisy", "--human-sample", "1"], dl21, "the human sample covers one topic"),
+        (["--run", "noisy", "--human-sample", str(one_topic)], dl21, "the human sample covers one topic"),
         (["--run", "noisy", "--human-sample", "20000"], dl21,
          "--human-sample 20000: 20000 pairs is more than the 10828 pairs of the judged pool"),
     ]  # fmt: skip

@@ -83,8 +83,10 @@ def supplied_sample(text: str) -> Path | None:
 
 
 def human_sample(human: pl.DataFrame, pool: pl.DataFrame, text: str, seed: int) -> pl.DataFrame:
-    """The sample's human labels: the supplied file's (TREC qrels), or a seeded random sample of the judged pool
-    (intervals.py refuses a sample that is empty, of one topic, larger than the pool or with pairs outside it)."""
+    """The sample's human labels: the supplied file's (TREC qrels), or a seeded random sample of the judged pool at
+    the share asked for (a number of pairs: that share of the pool), drawn by topic (intervals.draw_human_sample:
+    at least one pair per topic, so the count is approximate). intervals.py refuses a sample that is empty, of one
+    topic, larger than the pool or with pairs outside it."""
     path = supplied_sample(text)
     if path is not None:
         rows = [(q.query_id, q.doc_id, q.relevance) for q in read_qrels(path).qrels]
