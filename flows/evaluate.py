@@ -3,7 +3,8 @@
 `export_qrels` writes a judge run's labels as TREC qrels; `evaluate` scores run files with ir_measures under the
 human qrels and the LLM's and compares the rankings (Kendall's tau, Spearman's rho, tau-AP); `build_runs` writes
 bm25s runs over a collection's judged pool; `holes` hides a growing share of the human labels, fills them with LLM
-labels and ranks the systems again. See docs/evaluate.md.
+labels and ranks the systems again; `trust` ranks run files under the human qrels and a judge run's labels with error
+bars on the agreement and on each system's score, stored as one study. See docs/evaluate.md.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tasks.evaluate.holes import check_shares, fill_experiment, store_holes, sum
 from tasks.evaluate.tasks import (
     build_runs,
     check_collection,
-    check_topics,
+    collapse_duplicates,
     export_qrels,
     load_human_qrels,
     load_run_labels,
@@ -33,6 +34,17 @@ from tasks.evaluate.tasks import (
     store_evaluation,
     summarize_evaluation,
 )
+from tasks.evaluate.trust import (
+    TrustSpec,
+    check_spec,
+    draw_sample,
+    judged_pool,
+    rank_trust,
+    score_both,
+    score_intervals,
+    trust_identity,
+)
+from tasks.evaluate.trust_store import load_study, store_study, study_inputs
 from tasks.publish.tasks import publish_analyst_snapshot
 
 DEFAULT_MEASURES = ["nDCG@10"]
@@ -71,10 +83,13 @@ def evaluate(
     measures: list[str] | None = None,
     settings: Settings | None = None,
     missing_topics: str = "skip",
+    dedupe: bool = False,
 ) -> dict[str, Any]:
     """Score the systems under the human qrels and (qrels a run name, or 'filled' with run) the LLM's; compare.
 
     missing_topics: 'skip' (trec_eval's default) or 'zero' (trec_eval -c) for qrels topics a run lacks.
+    dedupe: score one system of each near-duplicate group (the same top 10 on every judged topic); the groups are
+    reported either way.
 
     With a judge run and no personality or aggregate, every personality gets its own qrels set: which one ranks the
     systems most like the humans' is the agreement table's order.
@@ -82,15 +97,14 @@ def evaluate(
     settings = settings or load_settings()
     chosen = measures or DEFAULT_MEASURES
     human = load_human_qrels(settings, collection)
-    runs = read_run_files(run_files)
-    check_topics(runs, human, collection)
+    runs, duplicates = collapse_duplicates(read_run_files(run_files, human, collection), dedupe)
     labels = load_run_labels(settings, run, cot, confidence_method) if run else None
     sets = qrels_sets(human, check_collection(labels, collection) if labels else None, qrels, personality, aggregate)
     scores = score_under(runs, sets, chosen, missing_topics)
     evaluation = make_evaluation(collection, qrels, labels, chosen, runs, scores, rank_agreement(scores))
     evaluation_id = store_evaluation(settings, evaluation)
     publish_analyst_snapshot(settings)
-    return summarize_evaluation(evaluation_id, evaluation, missing_topics)
+    return summarize_evaluation(evaluation_id, evaluation, missing_topics, duplicates, dedupe)
 
 
 @flow(name="build-runs", flow_run_name="build-runs-{collection}", log_prints=True)
@@ -154,3 +168,40 @@ def holes(
     holes_id = store_holes(settings, result)
     publish_analyst_snapshot(settings)
     return summarize_holes(holes_id, result)
+
+
+@flow(name="trust", flow_run_name="trust-{collection}", log_prints=True)
+def trust(
+    collection: str,
+    run: str,
+    run_files: list[str],
+    spec: TrustSpec | None = None,
+    personality: str | None = None,
+    aggregate: str | None = None,
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """Rank the run files under the human qrels and judge run `run`'s labels: tau, rho and tau-AP with bootstrap
+    intervals, the flipped pairs, each system's interval from a human sample; stored as one study, read back when
+    the same inputs ask again (nothing recomputed)."""
+    settings = settings or load_settings()
+    spec = check_spec(spec or TrustSpec())
+    human = load_human_qrels(settings, collection)
+    labels = check_collection(load_run_labels(settings, run, cot, confidence_method), collection)
+    study_id = trust_identity(collection, labels, personality, aggregate, run_files, spec)
+    stored = load_study(settings, study_id, reused=True)
+    if stored is not None:
+        return stored
+    human, pool = judged_pool(human, labels, personality, aggregate, collection)
+    sample = draw_sample(human, pool, spec)
+    runs, duplicates = collapse_duplicates(read_run_files(run_files, human, collection), spec.dedupe)
+    scores = score_both(runs, human, pool, spec.measure)
+    agreement, flips = rank_trust(scores, spec)
+    intervals = score_intervals(runs, pool, sample, spec)
+    counts = {"n_sample": sample.height, "n_pool": pool.height, "n_topics": human["query_id"].n_unique()}
+    inputs = study_inputs(collection, labels, aggregate or personality or "default", spec, runs, counts, duplicates)
+    parts = {"scores": scores, "agreement": agreement, "flips": flips, "intervals": intervals}
+    store_study(settings, study_id, inputs, parts)
+    publish_analyst_snapshot(settings)
+    return load_study(settings, study_id) or {}

@@ -109,6 +109,9 @@ def export_qrels(
     show_default=True,
     help="Qrels topics a run lacks: left out of the mean (trec_eval) or scored 0 (trec_eval -c).",
 )
+@click.option(
+    "--dedupe", is_flag=True, help="Score one system of each near-duplicate group (the same top 10 on every topic)."
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @settings_options
 def evaluate(
@@ -120,6 +123,7 @@ def evaluate(
     labels: dict[str, Any],
     measures: tuple[str, ...],
     missing_topics: str,
+    dedupe: bool,
     fmt: str,
 ) -> None:
     """Score the systems of RUN_FILES with ir_measures, and compare their ranking under LLM vs human qrels.
@@ -136,6 +140,7 @@ def evaluate(
         peras evaluate runs/dl19/*.run --collection dl19 --qrels dl19-judge --measure nDCG@10 --measure AP@100
         peras evaluate my.run --collection llmjudge --qrels filled --run llmjudge-import-1 --format json
         peras evaluate partial.run --collection dl19 --missing-topics zero
+        peras evaluate ../shared/data/dl21/runs/*.run.gz --collection dl21 --dedupe
     """
     from flows.evaluate import evaluate as evaluate_flow
     from tasks.evaluate.ranking import parse_measures
@@ -151,6 +156,7 @@ def evaluate(
         "run": judge_run,
         "measures": list(measures) or None,
         "missing_topics": missing_topics,
+        "dedupe": dedupe,
     }
     summary = run_flow(
         evaluate_flow,
@@ -168,11 +174,21 @@ def evaluate(
     click.echo("\n".join(text_table(headers, [[r[k] for k in keys] for r in summary["scores"]])))
     conventions = summary["conventions"]
     click.echo(f"Scores: {conventions['missing']}; {conventions['ties']}.")
+    echo_duplicates(summary["duplicates"], summary["deduped"])
     if summary["agreement"]:
         keys = ["qrels_name", "measure", "n_systems", "kendall_tau", "spearman_rho", "tau_ap", "mean_topic_tau"]
         headers = ["qrels", "measure", "systems", "kendall_tau", "spearman_rho", "tau_ap", "mean_topic_tau"]
         click.echo("")
         click.echo("\n".join(text_table(headers, [[r[k] for k in keys] for r in summary["agreement"]])))
+
+
+def echo_duplicates(groups: list[list[str]], deduped: bool) -> None:
+    """One line on the near-duplicate systems: which, and whether only the first of each was scored."""
+    if not groups:
+        return
+    shown = "; ".join(" = ".join(group) for group in groups)
+    then = "only the first of each scored (--dedupe)" if deduped else "each scored (--dedupe keeps the first of each)"
+    click.echo(f"Near-duplicates (the same top 10 on every judged topic): {shown}; {then}.")
 
 
 @click.command("build-runs")

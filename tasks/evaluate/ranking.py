@@ -4,9 +4,11 @@ Runs and qrels are Polars frames: runs [system, query_id, doc_id, rank, score], 
 
 Two conventions, chosen so that a score is the one users compare against, plain `trec_eval`:
 - **Ties**: one order for every measure, trec_eval's: score descending, then doc id descending (byte order; trec_eval's
-  strcmp). Each topic's run is re-scored n, n-1, ..., 1 in that order before ir_measures sees it, so no provider
-  breaks a tie its own way (its Judged@k took doc ids ascending while pytrec_eval's nDCG took them descending). The
-  rank column is ignored, as trec_eval ignores it.
+  strcmp). trec_eval holds a score as a C float (32 bits, `TEXT_RESULTS.sim`), so scores that differ only past the
+  7th significant digit tie, and the doc id decides: real runs (DL21's Fast_Forward, ...) write such scores. Each
+  topic's run is re-scored n, n-1, ..., 1 in that order before ir_measures sees it, so no provider breaks a tie its
+  own way (its Judged@k took doc ids ascending while pytrec_eval's nDCG took them descending). The rank column is
+  ignored, as trec_eval ignores it.
 - **Topics the run lacks** (`missing_topics`): 'skip' (trec_eval's default) averages over the qrels topics the run
   answers; 'zero' (`trec_eval -c`) scores every qrels topic the run lacks as 0 and averages over all qrels topics.
   Topics in the run without qrels count in neither.
@@ -68,7 +70,8 @@ def as_run(run: pl.DataFrame) -> list[ir_measures.ScoredDoc]:
 def trec_order(run: pl.DataFrame) -> pl.DataFrame:
     """The run re-scored n, n-1, ..., 1 per system and topic in trec_eval's order (score, then doc id, descending)."""
     keys = ["system", "query_id"]
-    ordered = run.sort([*keys, "score", "doc_id"], descending=[False, False, True, True])
+    trec_score = pl.col("score").cast(pl.Float32)  # trec_eval keeps a score as a C float: 68.631864929 = 68.631864738
+    ordered = run.sort([*keys, trec_score, "doc_id"], descending=[False, False, True, True])
     return ordered.with_columns(score=(pl.len() - pl.int_range(pl.len())).over(keys).cast(pl.Float64))
 
 

@@ -23,6 +23,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.evaluate.builder import CONFIGS, build_run, run_text
+from tasks.evaluate.duplicates import drop_duplicates, duplicate_groups
 from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, qrels_files
 from tasks.evaluate.ranking import ALL_TOPICS, MISSING_TOPICS, TIE_ORDER, compare_rankings, score_systems
 from tasks.shared.judge_runs import published_judge_run
@@ -163,24 +164,54 @@ def export_qrels(
 
 
 @task(cache_policy=NO_CACHE)
-def read_run_files(paths: list[str]) -> pl.DataFrame:
-    """TREC run files (gz too) as one frame [system, query_id, doc_id, rank, score, source]; tag = system."""
+def read_run_files(paths: list[str], human: pl.DataFrame | None = None, collection_id: str = "") -> pl.DataFrame:
+    """TREC run files (gz too) as one frame [system, query_id, doc_id, rank, score, source]; tag = system.
+
+    With the human qrels, each file is cut to the topics they judge as it is read (the rest counts in no score: DL21's
+    runs answer 477 topics, 53 are judged) and a file that answers none of them is refused: it is for another
+    collection.
+    """
     missing = [path for path in paths if not Path(path).is_file()]
     if missing:
         raise UsageError(f"run file {missing[0]} does not exist")
-    return read_run_lines([Path(path) for path in paths]).drop("line").rename({"file": "source"})
+    if human is None:
+        return read_run_lines([Path(path) for path in paths]).drop("line").rename({"file": "source"})
+    judged, unjudged = human["query_id"].unique(), {}
+
+    def keep(path: Path, lines: pl.DataFrame) -> pl.DataFrame:
+        kept = lines.filter(pl.col("query_id").is_in(judged))
+        if kept.is_empty():
+            unjudged[path] = sorted(lines["query_id"].unique().to_list())
+        return kept
+
+    runs = read_run_lines([Path(path) for path in paths], keep).drop("line").rename({"file": "source"})
+    refuse_unjudged(unjudged, len(paths), collection_id)
+    return runs
+
+
+def refuse_unjudged(unjudged: dict[Path, list[str]], n_files: int, collection_id: str) -> None:
+    """Run files none of whose queries the collection judges: one usage error naming them (or the first file)."""
+    if not unjudged:
+        return
+    asked = sorted({q for queries in unjudged.values() for q in queries})
+    shown = ", ".join(asked[:5]) + (" ..." if len(asked) > 5 else "")
+    if len(unjudged) == n_files:
+        where = "the run files"
+    else:
+        path = next(iter(unjudged))
+        where, shown = f"run file {path}", ", ".join(unjudged[path][:5]) + (" ..." if len(unjudged[path]) > 5 else "")
+    raise UsageError(
+        f"no query of {where} ({shown}) is judged in collection {collection_id!r}: "
+        "give the --collection the runs answer"
+    )
 
 
 @task(cache_policy=NO_CACHE)
-def check_topics(runs: pl.DataFrame, human: pl.DataFrame, collection_id: str) -> None:
-    """The run files rank at least one topic the collection judges: else every score would be over zero topics."""
-    asked = set(runs["query_id"].unique().to_list())
-    if asked and asked.isdisjoint(human["query_id"].unique().to_list()):
-        shown = ", ".join(sorted(asked)[:5]) + (" ..." if len(asked) > 5 else "")
-        raise UsageError(
-            f"no query of the run files ({shown}) is judged in collection {collection_id!r}: "
-            "give the --collection the runs answer"
-        )
+def collapse_duplicates(runs: pl.DataFrame, dedupe: bool) -> tuple[pl.DataFrame, list[list[str]]]:
+    """The near-duplicate groups (the same top 10 on every judged topic) and the runs, one of each group kept when
+    `dedupe`."""
+    groups = duplicate_groups(runs)
+    return (drop_duplicates(runs, groups) if dedupe else runs), groups
 
 
 def system_sources(runs: pl.DataFrame) -> dict[str, str]:
@@ -271,8 +302,15 @@ def store_evaluation(settings: Settings, evaluation: Evaluation) -> str:
         return insert_evaluation(con, evaluation)
 
 
-def summarize_evaluation(evaluation_id: str, evaluation: Evaluation, missing_topics: str = "skip") -> dict[str, Any]:
-    """Mean scores per qrels set and system, each qrels set's agreement with the human ranking, the conventions."""
+def summarize_evaluation(
+    evaluation_id: str,
+    evaluation: Evaluation,
+    missing_topics: str = "skip",
+    duplicates: list[list[str]] | None = None,
+    dedupe: bool = False,
+) -> dict[str, Any]:
+    """Mean scores per qrels set and system, each qrels set's agreement with the human ranking, the conventions, the
+    near-duplicate systems (and whether only the first of each was scored)."""
     means = evaluation.scores.filter(pl.col("query_id") == ALL_TOPICS).drop("query_id")
     agreement = evaluation.agreement.filter(pl.col("query_id") == ALL_TOPICS).drop("query_id")
     per_topic = (
@@ -290,4 +328,6 @@ def summarize_evaluation(evaluation_id: str, evaluation: Evaluation, missing_top
         "conventions": {"missing_topics": missing_topics, "missing": MISSING_TOPICS[missing_topics], "ties": TIE_ORDER},
         "scores": means.sort("qrels_name", "measure", "system").to_dicts(),
         "agreement": agreement.to_dicts(),
+        "duplicates": duplicates or [],
+        "deduped": dedupe,
     }

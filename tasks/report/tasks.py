@@ -42,6 +42,7 @@ from tasks.report.tables import (
     order_personalities,
     settings_of,
 )
+from tasks.report.trust import TrustStudy, read_trust, trust_figures
 from tasks.shared.method_titles import TITLES
 
 TEMPLATES_DIR = Path(__file__).resolve().parent
@@ -59,6 +60,7 @@ FIGURE_NAMES = (
     "systems-",
     "holes-",
     "fuse-",
+    "trust-",
 )
 # The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
 # compares HN with LC; the mean confidence of all judgments, a few contrasting personalities.
@@ -96,6 +98,7 @@ SECTIONS = (
     "fuse",
     "systems",
     "holes",
+    "trust",
 )  # the template's figure sections
 
 
@@ -122,6 +125,7 @@ class ReportData:
     fuse_disagreement: pl.DataFrame = field(default_factory=pl.DataFrame)  # fuse_disagreement's rows
     systems_ranked: list[SystemsRanked] = field(default_factory=list)  # evaluations with LLM qrels (issue 21)
     holes: list[HolesCurve] = field(default_factory=list)  # holes experiments (issue 21)
+    trust: list[TrustStudy] = field(default_factory=list)  # trust studies (issue 50)
 
     @property
     def settings(self) -> list[Setting]:
@@ -174,6 +178,7 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         fuse_comparisons = read_fuse_comparisons(con, collection)
         fuse_disagreement = _view_rows(con, "fuse_disagreement", collection)[0]
         systems_ranked, holes = read_systems_ranked(con, collection), read_holes(con, collection)
+        trust = read_trust(con, collection)
     priming_views = {name: rows for name, rows in priming.items() if rows[1]}
     pairwise_views = {name: rows for name, rows in pairwise.items() if rows[1]}
     return ReportData(
@@ -187,6 +192,7 @@ def read_report_data(settings: Settings, runs: list[str] | None, collection: str
         fuse_disagreement=fuse_disagreement,
         systems_ranked=systems_ranked,
         holes=holes,
+        trust=trust,
     )
 
 
@@ -229,6 +235,7 @@ def draw_figures(data: ReportData, figures_dir: Path, personalities: list[str] |
         figures += [Figure("personas", *drawn) for drawn in persona_figures(data.persona_checks, figures_dir)]
         figures += [Figure("fuse", *drawn) for drawn in fuse_figures(data.fuse_disagreement, figures_dir)]
         figures += [Figure(*drawn) for drawn in evaluate_figures(data.systems_ranked, data.holes, figures_dir)]
+        figures += [Figure(*drawn) for drawn in trust_figures(data.trust, figures_dir)]
         bar.advance()
     return figures
 
@@ -368,6 +375,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "fuse_comparisons": data.fuse_comparisons,
         "systems_ranked": data.systems_ranked,
         "holes": data.holes,
+        "trust": data.trust,
         "n_judgments": int(data.runs["n_judgments"].sum()),
         "n_settings": len(data.settings),
     }
