@@ -23,7 +23,7 @@ from peras.warehouse import kept_open
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_probe
 from tasks.engine.spec import Plan, RunIdentity, Stage
 from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import (
@@ -143,9 +143,14 @@ def gate_stage_run(settings: Settings, run: RunIdentity, planned: dict[str, Plan
 
 
 def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
-    """The claim with the run's answer format (the constraint dialect) and what the probe found in its parameters:
-    a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records the second)."""
-    found = {"answer_format": endpoint.answer_format, "answer_probe": endpoint.answer_probe}
+    """The claim with the run's answer format (the constraint dialect), what the probe found and the requests it sent
+    in its parameters: a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records
+    the others; the requests count against the run's --request-budget, resumes included)."""
+    found = {
+        "answer_format": endpoint.answer_format,
+        "answer_probe": endpoint.answer_probe,
+        "probe_requests": endpoint.probe_requests,
+    }
     return replace(claim, params=claim.params | found)
 
 
@@ -153,7 +158,7 @@ def checked_endpoint(settings: Settings, recipe: StageRecipe[ConfigT], endpoint:
     """The endpoint checked in the answer format a resumed run asked in (the run's name comes from the recipe's claim),
     and the recipe's configuration for it: what `run_stage` and a fanned-out run's parts ask with."""
     named = recipe.claim(recipe.configure(endpoint))
-    endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
+    endpoint = check_endpoint(settings, endpoint, stored_probe(settings, named.stage, named.name))
     return endpoint, recipe.configure(endpoint)
 
 
