@@ -26,6 +26,7 @@ class Endpoint:
     answer_format: str = "free"  # the constraint dialect requests are sent in (peras/llm/constraints.py)
     answer_probe: str = "not probed"  # what the probe found, recorded with the run
     probe_requests: int = 0  # chat requests this call's probe sent: they count against the run's --request-budget
+    logprobs: bool | None = None  # whether it returns log-probabilities (None: not asked; recorded with the run)
 
     @property
     def is_embedded(self) -> bool:
@@ -41,11 +42,12 @@ class Endpoint:
 @dataclass(frozen=True)
 class Probed:
     """What a stored run records of its probes, for a call that resumes it: the answer format it asked in (None: a
-    new run, or one that asked in no one format) and what it has spent of its --request-budget (its probes' requests
-    included)."""
+    new run, or one that asked in no one format), what it has spent of its --request-budget (its probes' requests
+    included) and whether its endpoint returned log-probabilities (None: never asked)."""
 
     answer_format: str | None = None
     spent: int = 0
+    logprobs: bool | None = None
 
 
 def public_url(url: str) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     PlannedTable: TypeAlias = pl.DataFrame | pa.Table
 
 # Recorded in a run's parameters, never a reason to refuse it: what the probe found, the requests it sent.
-NOT_COMPARED = ("answer_probe", "probe_requests")
+NOT_COMPARED = ("answer_probe", "probe_requests", "returns_logprobs")
 # On a lake, a gate that finds problems mends request copies another process's load left and looks again, this often.
 MEND_ATTEMPTS = 3
 
@@ -59,7 +59,8 @@ class RunClaim:
 def stored_probe(settings: Settings, stage: StageDeclaration, name: str) -> Probed:
     """What the run of that name records of its probes: the answer format it asked in ('free' for a run older than
     formats; None for a new run, or one that asked in no one format: a fanned-out judge run, whose parts each probe
-    their own host), and, under a --request-budget, what it has spent (the probe of a call resuming it counts on)."""
+    their own host), whether its endpoint returned log-probabilities (None: never asked), and, under a
+    --request-budget, what it has spent (the probe of a call resuming it counts on from there)."""
     with open_migrated(settings.warehouse) as con:
         try:
             found = run_params(con, stage, name)
@@ -70,7 +71,9 @@ def stored_probe(settings: Settings, stage: StageDeclaration, name: str) -> Prob
         run_id, params = found
         spent = run_spent(con, run_id, params) if settings.request_budget is not None else 0
     stored = str(params.get("answer_format", FREE))
-    return Probed(stored if stored in (FREE, *DIALECTS) else None, spent)
+    logprobs = params.get("returns_logprobs")
+    logprobs = logprobs if isinstance(logprobs, bool) else None
+    return Probed(stored if stored in (FREE, *DIALECTS) else None, spent, logprobs)
 
 
 def run_params(con: duckdb.DuckDBPyConnection, stage: StageDeclaration, name: str) -> tuple[str, dict[str, Any]] | None:

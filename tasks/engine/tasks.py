@@ -19,7 +19,7 @@ from peras import lake
 from peras.errors import BudgetReached, UsageError
 from peras.llm import aio
 from peras.llm.client import LLMClient
-from peras.llm.constraints import FREE, Probe, probe_dialect, resolve_answer_format
+from peras.llm.constraints import FREE, Probe, probe_dialect, probe_logprobs, resolve_answer_format
 from peras.progress import Counts, asking
 from peras.prompting import Personality
 from peras.settings import Settings
@@ -55,10 +55,13 @@ def opaque(value: T) -> T:
 
 
 @task(cache_policy=NO_CACHE)
-def check_endpoint(settings: Settings, endpoint: Endpoint, resumed: Probed | None = None) -> Endpoint:
+def check_endpoint(
+    settings: Settings, endpoint: Endpoint, resumed: Probed | None = None, logprobs: bool = False
+) -> Endpoint:
     """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model; then find the
-    answer format its requests are sent in (the endpoint returned carries it, and the requests the probe sent) and
-    say it once on the terminal. `resumed`: what the run being resumed records (nothing for a new run).
+    answer format its requests are sent in and, with `logprobs` (the run asks for log-probabilities), whether it
+    returns them (the endpoint returned carries both, and the requests the probe sent); the format is said once on
+    the terminal. `resumed`: what the run being resumed records (nothing for a new run).
 
     The probe's requests are part of the run's --request-budget: a budget they would pass stops the command here,
     in one line, before the run is claimed (no request beyond the budget is sent)."""
@@ -67,26 +70,31 @@ def check_endpoint(settings: Settings, endpoint: Endpoint, resumed: Probed | Non
         return replace(endpoint, answer_format=FREE, answer_probe="no server to probe (batch files)")
     resumed = resumed or Probed()
 
-    async def ready() -> tuple[Probe, int]:
+    async def ready() -> tuple[Probe, bool | None, int]:
         async with make_client(settings, endpoint, resumed.spent) as client:
             await client.check_ready()
             try:
-                return await answer_probe(settings, endpoint, client, resumed.answer_format), client.requests_sent
+                probe = await answer_probe(settings, endpoint, client, resumed.answer_format)
+                found = await returns_logprobs(settings, endpoint, client, resumed.logprobs) if logprobs else None
             except BudgetReached as exc:
-                raise UsageError(probe_over_budget(settings, resumed.spent, client.requests_sent)) from exc
+                raise UsageError(probe_over_budget(settings, resumed.spent, client.requests_sent, logprobs)) from exc
+            return probe, found, client.requests_sent
 
-    probe, sent = asyncio.run(ready())
+    probe, found, sent = asyncio.run(ready())
     if settings.answer_format != "free":  # asked free by the user: nothing to tell; else said once, never silent
         notice(probe.line)
-    return replace(endpoint, answer_format=probe.answer_format, answer_probe=probe.found, probe_requests=sent)
+    return replace(
+        endpoint, answer_format=probe.answer_format, answer_probe=probe.found, probe_requests=sent, logprobs=found
+    )
 
 
-def probe_over_budget(settings: Settings, spent: int, sent: int) -> str:
-    """The one line of a --request-budget the answer-format probe used up before it found the format."""
+def probe_over_budget(settings: Settings, spent: int, sent: int, logprobs: bool) -> str:
+    """The one line of a --request-budget the probe used up before it found what it asks."""
+    more = ", 1 more for log-probabilities" if logprobs else ""
     earlier = f"; the run had spent {spent:,} before" if spent else ""
     return (
         f"--request-budget {settings.request_budget:,} is used up by the answer-format probe ({sent:,} of its 1-5 tiny"
-        f" requests sent{earlier}): raise it, or give --answer-format free, which sends no probe"
+        f" requests{more} sent{earlier}): raise it, or give --answer-format free, which sends no probe"
     )
 
 
@@ -101,6 +109,21 @@ async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient
     if endpoint.is_embedded:
         return Probe("llama.cpp", "the embedded llama.cpp server")
     return resolve_answer_format(settings.answer_format, await probe_dialect(client.chat))
+
+
+async def returns_logprobs(
+    settings: Settings, endpoint: Endpoint, client: LLMClient, resumed: bool | None
+) -> bool | None:
+    """Whether the endpoint returns log-probabilities: what a resumed run found (a rerun sends nothing); the embedded
+    llama.cpp server does; --answer-format free sends no probe (None: not known, asked unchecked); otherwise one tiny
+    request asks (peras/llm/constraints.py probe_logprobs)."""
+    if resumed is not None:
+        return resumed
+    if endpoint.is_embedded:
+        return True
+    if settings.answer_format == "free":
+        return None
+    return await probe_logprobs(client.chat)
 
 
 @task(cache_policy=NO_CACHE)
