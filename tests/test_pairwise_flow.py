@@ -374,3 +374,20 @@ def test_logp_on_an_endpoint_with_log_probabilities_is_asked_after_one_probe_req
         assert len(server.chat_requests) == 13  # nothing sent, the probe neither
     params = json.loads(rows(sample.warehouse, "select params from pairwise_runs")[0][0])
     assert (params["returns_logprobs"], params["probe_requests"]) == (True, 3)
+
+
+def test_a_run_extended_with_logp_probes_once_and_records_it(sample, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_ANSWER_FORMAT", "auto")
+    with FakeOpenAI(speaking(None, truthful)) as server:
+        first = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "certainty", *ONE_PAIR)
+        assert first.exit_code == 0, first.err
+        assert len(server.chat_requests) == 2 + 10  # the answer-format probe, no log-probabilities asked
+        args = ("--prompt", "certainty", "--prompt", "logp", *ONE_PAIR)
+        extended = pairwise_cli(capsys, sample.warehouse, server, *args)
+        assert extended.exit_code == 0, extended.err
+        assert len(server.chat_requests) == 12 + 1 + 10  # the resume asks for log-probabilities once, then logp
+        again = pairwise_cli(capsys, sample.warehouse, server, *args)
+        assert again.exit_code == 0, again.err
+        assert len(server.chat_requests) == 23  # what the probe found is recorded: nothing sent
+    params = json.loads(rows(sample.warehouse, "select params from pairwise_runs")[0][0])
+    assert (params["returns_logprobs"], params["probe_requests"]) == (True, 3)

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 # Recorded in a run's parameters, never a reason to refuse it: what the probe found, the requests it sent.
 NOT_COMPARED = ("answer_probe", "probe_requests", "returns_logprobs")
+# What a call that probes a run that exists adds to its record (start_run): a later call reuses it, sending nothing.
+PROBE_FINDINGS = ("returns_logprobs",)
 # On a lake, a gate that finds problems mends request copies another process's load left and looks again, this often.
 MEND_ATTEMPTS = 3
 
@@ -125,7 +127,9 @@ def claim_run(
                 "model": model,
                 "backend": backend,
                 "params": json.dumps(claim.params, sort_keys=True),
-                "probe_requests": probe_requests(claim.params),  # a resumed run adds this call's to its record
+                # a resumed run adds this call's probe to its record
+                "probe_requests": probe_requests(claim.params),
+                "probe_found": json.dumps({k: claim.params[k] for k in PROBE_FINDINGS if k in claim.params}),
                 "created_at": now(),
             }
             if lease:
