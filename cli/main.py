@@ -115,8 +115,11 @@ def stop_line(cause: BaseException | None) -> NoReturn:
 
 
 def this_command() -> str:
-    """The command line as typed, to run again."""
-    return shlex.join(["peras", *sys.argv[1:]])
+    """The command line as typed, to run again, its passwords masked (a lake's `password=`; a URL's, with every other
+    secret, by `mask_secrets`)."""
+    from peras.lake import redacted  # imports DuckDB: only when a command stops
+
+    return mask_secrets(shlex.join(["peras", *(redacted(arg) for arg in sys.argv[1:])]))
 
 
 def fail(message: str, code: int) -> NoReturn:

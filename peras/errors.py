@@ -18,6 +18,9 @@ SECRET_FIELDS = re.compile(
     r"""(?P<sep>["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+)?)(?P<value>[^\s"',;}{\]\[]{4,})""",
     re.IGNORECASE,
 )
+# A URL's userinfo is a credential wherever it is quoted (a resume line, a server's error): `user:password@` keeps the
+# user name and masks the password, a lone `token@` is masked whole (up to the host's last `@`, before any path).
+USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)(?:(?P<user>[^\s/?#@:]*):)?[^\s/?#]+@", re.IGNORECASE)
 MASK = "***"
 SECRETS: set[str] = set()  # the API keys this process was given (peras/llm/client.py remembers them)
 
@@ -29,11 +32,19 @@ def remember_secret(value: str | None) -> None:
 
 
 def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every remembered or given secret, and any Authorization / api-key / Bearer value, masked."""
+    """`text` with every remembered or given secret, any Authorization / api-key / Bearer value and any URL's
+    password (or lone user name: USERINFO) masked."""
     for secret in sorted({*SECRETS, *secrets}, key=len, reverse=True):
         if len(secret) >= 4:
             text = text.replace(secret, MASK)
+    if "@" in text:
+        text = USERINFO.sub(_masked_userinfo, text)
     return SECRET_FIELDS.sub(lambda m: m["name"] + m["sep"] + MASK, text)
+
+
+def _masked_userinfo(found: re.Match[str]) -> str:
+    user = found["user"]
+    return found["scheme"] + (f"{user}:" if user is not None else "") + MASK + "@"
 
 
 def clip(value: object, limit: int = MAX_VALUE_CHARS, quote: bool = False) -> str:

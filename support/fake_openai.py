@@ -15,8 +15,10 @@ A responder is a callable `responder(request_json) -> reply`, run on the server'
 - a `Fault`: an HTTP error status (with Retry-After and body), a delay, or a dropped connection.
 
 Standalone, for benchmarks: `python -m support.fake_openai --port 8999` serves the "instant"
-responder until interrupted. Fault injection (`Chaos`, `chaotic`): `--fail-500 0.05 --fail-429 0.05 --garbage 0.2
---random-answers --seed 1 --stats-file counts.json` and the like (`--help`); the counts are written on SIGTERM.
+responder until interrupted. `FakeOpenAI(..., logprobs=False)` (`--no-logprobs`) answers without log-probabilities
+even when asked, as many hosted APIs do. Fault injection (`Chaos`, `chaotic`): `--fail-500 0.05 --fail-429 0.05
+--garbage 0.2 --random-answers --seed 1 --stats-file counts.json` and the like (`--help`); the counts are written on
+SIGTERM.
 """
 
 from __future__ import annotations
@@ -232,8 +234,10 @@ class FakeOpenAI:
         models: Iterable[str] = (DEFAULT_MODEL,),
         port: int = 0,
         record: bool = True,
+        logprobs: bool = True,
     ) -> None:
         self.responder = responder
+        self.logprobs = logprobs  # False: answers carry no log-probabilities, asked or not (as many hosted APIs)
         self.models = list(models)
         self.record = record
         self.requests: list[RecordedRequest] = []
@@ -321,11 +325,11 @@ class FakeOpenAI:
                 await asyncio.sleep(0.05)
         elif reply.delay_s:
             await asyncio.sleep(reply.delay_s)
-        return http_response(200, _completion(request, reply)), False
+        return http_response(200, _completion(request, reply, self.logprobs)), False
 
 
-def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
-    """The chat.completion object for a reply, with logprobs when the request asked for them."""
+def _completion(request: dict[str, Any], reply: Reply, logprobs: bool = True) -> dict[str, Any]:
+    """The chat.completion object for a reply, with logprobs when the request asked for them (and `logprobs`)."""
     n = int(request.get("n") or 1)
     texts = [reply.texts] * n if isinstance(reply.texts, str) else list(reply.texts)
     top_n = int(request.get("top_logprobs") or 0)
@@ -337,7 +341,7 @@ def _completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
             "finish_reason": reply.finish_reason,
             "logprobs": None,
         }
-        if request.get("logprobs"):
+        if request.get("logprobs") and logprobs:
             content = reply.logprobs[i] if reply.logprobs is not None else _synthetic_logprobs(text, top_n)
             choice["logprobs"] = {"content": content}
         choices.append(choice)
@@ -514,6 +518,7 @@ def main(argv: list[str] | None = None) -> None:
         if item.name != "random_answers":
             faults.add_argument(f"--{item.name.replace('_', '-')}", type=float, default=item.default)
     faults.add_argument("--random-answers", action="store_true", help="a random label or confidence on every call")
+    faults.add_argument("--no-logprobs", action="store_true", help="answer without log-probabilities, even if asked")
     faults.add_argument("--seed", type=int, default=0, help="of the fault draws")
     faults.add_argument("--stats-file", type=Path, help="write what each request got (JSON counts) here on exit")
     args = parser.parse_args(argv)
@@ -524,7 +529,7 @@ def main(argv: list[str] | None = None) -> None:
     counts: Counter[str] = Counter()
     if chaos != Chaos():
         responder = chaotic(chaos, args.seed, counts, base=responder)
-    server = FakeOpenAI(responder, models=args.models, port=args.port, record=False)
+    server = FakeOpenAI(responder, models=args.models, port=args.port, record=False, logprobs=not args.no_logprobs)
     stats_file = args.stats_file
     _serve(server, None if stats_file is None else lambda: stats_file.write_text(json.dumps(dict(counts))))
 

@@ -183,3 +183,38 @@ def test_a_constrained_judge_run_passes_its_gate_and_plans_the_constraint(sample
     params = json.loads(rows(sample.warehouse, "select params from judge_runs")[0][0])
     assert params["label_params_nocot"]["extra_body"] == {"guided_choice": ["0", "1", "2", "3"]}
     assert params["answer_format"] == "vllm-guided"
+
+
+def test_the_request_budget_counts_the_probe_resumes_included(sample, capsys):
+    # Issue 48, item 8: --request-budget 5 let 7 requests reach the server, the probe's 2 not counted.
+    with FakeOpenAI(speaking("openai", truthful)) as server:  # the probe asks twice: together, then openai alone
+        spent = pairwise(capsys, sample.warehouse, server, "--answer-format", "auto", "--request-budget", "5")
+        assert len(server.chat_requests) == 5
+        assert sum(is_probe(r.body) for r in server.chat_requests) == 2
+        assert spent.exit_code == 1
+        assert spent.err.splitlines()[-1] == (
+            "error: request budget of 5 reached (5 requests sent); raise --request-budget to go on"
+        )
+        again = pairwise(capsys, sample.warehouse, server, "--answer-format", "auto", "--request-budget", "5")
+        assert len(server.chat_requests) == 5  # the resume probes nothing and knows the probe's 2 were spent
+        assert again.err.splitlines()[-1] == spent.err.splitlines()[-1]
+        more = pairwise(capsys, sample.warehouse, server, "--answer-format", "auto", "--request-budget", "32")
+        assert more.exit_code == 0, more.err
+        assert len(server.chat_requests) == 32  # 2 probe requests and 30 answers: the budget exactly
+    params = json.loads(rows(sample.warehouse, "select params from pairwise_runs")[0][0])
+    assert (params["answer_format"], params["probe_requests"]) == ("openai", 2)
+
+
+@pytest.mark.parametrize(("budget", "sent"), [("0", 0), ("1", 1)])
+def test_a_budget_the_probe_uses_up_stops_the_command_in_one_line_before_the_run(sample, capsys, budget, sent):
+    with FakeOpenAI(speaking("openai", truthful)) as server:
+        result = pairwise(capsys, sample.warehouse, server, "--answer-format", "auto", "--request-budget", budget)
+        assert len(server.chat_requests) == sent  # never more than the budget
+    assert (result.exit_code, result.err.splitlines()) == (
+        2,
+        [
+            f"error: --request-budget {budget} is used up by the answer-format probe ({sent} of its 1-5 tiny requests"
+            " sent): raise it, or give --answer-format free, which sends no probe"
+        ],
+    )
+    assert rows(sample.warehouse, "select count(*) from pairwise_runs") == [(0,)]  # stopped before the claim

@@ -76,6 +76,39 @@ def test_any_error_line_is_capped_at_2000_characters(message, line):
     assert one_line(message) == line
 
 
+@pytest.mark.core
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        # a base URL's password (issue 48, item 13: the resume line showed it), the user name kept
+        ("--base-url http://peras:s3cret@gpu:8000/v1 --model m", "--base-url http://peras:***@gpu:8000/v1 --model m"),
+        # a lone user name is a token: masked whole
+        ("cannot reach https://sk-token@api.example.com/v1", "cannot reach https://***@api.example.com/v1"),
+        # a password holding '@' is masked up to the host
+        ("http://u:p@ss@h:1/a?x=1@2", "http://u:***@h:1/a?x=1@2"),
+        # an '@' in a path, a query or a mail address is no userinfo
+        ("see http://host/a@b and me@x.com", "see http://host/a@b and me@x.com"),
+    ],
+)
+def test_a_password_in_a_url_is_masked_in_every_message(text, masked):
+    from peras.errors import mask_secrets
+
+    assert mask_secrets(text) == masked
+
+
+@pytest.mark.core
+def test_the_resume_line_masks_the_passwords_of_the_command_line(monkeypatch):
+    from cli.main import this_command
+
+    lake = "ducklake:postgres:dbname=peras host=db password=hunter22"
+    url = "http://peras:s3cret@gpu:8000/v1"
+    monkeypatch.setattr(sys, "argv", ["peras", "judge", "sample", "--warehouse", lake, "--base-url", url])
+    assert this_command() == (
+        "peras judge sample --warehouse 'ducklake:postgres:dbname=peras host=db password=***' --base-url "
+        "http://peras:***@gpu:8000/v1"
+    )
+
+
 NOT_DUCKDB = [
     # reading
     ["sql", "select 1"],

@@ -163,3 +163,30 @@ def test_a_stopped_run_says_so_in_one_line_with_how_to_resume(tmp_path, sample_w
     assert (code, lines[-1]) == expected, lines
     # click ends the line first
     assert all(PROGRESS_LINE.match(line) or ESTIMATE_LINE.match(line) or line == "" for line in lines[:-1]), lines
+
+
+def files_holding(root: Path, secret: bytes) -> list[Path]:
+    """The files under `root` whose bytes contain `secret`."""
+    return [path for path in root.rglob("*") if path.is_file() and secret in path.read_bytes()]
+
+
+def test_a_stopped_run_resume_line_masks_the_password_of_its_base_url(tmp_path, sample_warehouse):
+    # Issue 48, item 13: the resume line quoted the command line as typed, `user:PASSWORD@` included.
+    password = "s3cret-Pa55word"
+    with FakeOpenAI(slow(1.0)) as server:
+        env = os.environ | {"PERAS_PROGRESS_INTERVAL_S": "0.5"}
+        url = server.base_url.replace("http://", f"http://peras:{password}@")
+        args = judge_args(sample_warehouse, url)
+        proc = run_to_files(tmp_path, args, env)
+        deadline = time.monotonic() + 180
+        while not any(PROGRESS_LINE.match(line) for line in (tmp_path / "err.txt").read_text().splitlines()):
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    masked = " ".join(["peras", *args]).replace(password, "***")
+    assert (code, lines[-1]) == (143, f"stopped by SIGTERM: what was answered is kept; re-run `{masked}` to resume")
+    # nowhere: not on the terminal, in the warehouse, its shards and snapshot, nor in Prefect's database and logs
+    assert files_holding(tmp_path, password.encode()) == []
+    assert files_holding(Path(os.environ["PREFECT_HOME"]), password.encode()) == []

@@ -12,8 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from peras.llm.constraints import PROBE_MESSAGES
 from peras.paths import PROJECT_ROOT
-from support.fake_openai import FakeOpenAI, Reply
+from support.fake_openai import FakeOpenAI, Reply, speaking
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.integration
@@ -308,3 +309,85 @@ def test_logp_without_its_options_and_mp_without_a_readable_sample_are_failures_
         ("logp", "logprob_failure", "logprob: no option token", None, None, 10),
         ("mp", "parse_failure", "no readable sample of 10: no JSON object", None, None, 10),
     ]
+
+
+# Issue 48, item 9: logp on an endpoint without log-probabilities asked every logp request, failed them all, and the
+# gate refused the whole run (every other prompt's answers with it). The probe asks first (--answer-format auto).
+ONE_PAIR = ("--personality", "default", "--pairs-per-topic", "1")
+NO_LOGPROBS = "the endpoint returns no log-probabilities"
+
+
+def is_probe(body: dict) -> bool:
+    return body["messages"] == PROBE_MESSAGES
+
+
+def test_logp_named_on_an_endpoint_without_log_probabilities_is_refused_before_asking(sample, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_ANSWER_FORMAT", "auto")
+    with FakeOpenAI(speaking(None, truthful), logprobs=False) as server:
+        result = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "logp", "--prompt", "certainty", *ONE_PAIR)
+        bodies = [r.body for r in server.chat_requests]
+    assert len(bodies) == 3 and all(map(is_probe, bodies))  # the answer format's 2 and 1 for log-probabilities
+    assert (result.exit_code, result.err.splitlines()[-1]) == (
+        2,
+        f"error: pairwise --prompt logp: {NO_LOGPROBS} (the probe asked for them); ask the other prompts, or"
+        " --prompt all for every prompt it supports",
+    )
+    assert rows(sample.warehouse, "select count(*) from pairwise_runs") == [(0,)]
+
+
+def test_all_on_an_endpoint_without_log_probabilities_asks_every_other_prompt_said_once(sample, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_ANSWER_FORMAT", "auto")
+    with FakeOpenAI(speaking(None, truthful), logprobs=False) as server:
+        result = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "all", *ONE_PAIR)
+        assert result.exit_code == 0, result.err
+        assert result.err.splitlines().count(f"pairwise: logp left out: {NO_LOGPROBS}") == 1
+        asked = [r.body for r in server.chat_requests if not is_probe(r.body)]
+        assert len(server.chat_requests) - len(asked) == 3
+        # 5 pairs x 2 orders: certainty, tie and self once each, mp 10 samples; nothing asks for log-probabilities
+        assert len(asked) == 10 * 3 + 10 * 10 and not any(b.get("logprobs") for b in asked)
+        assert "5 pairs, 40 answers (40 new; 130 requests sent, 0 reused), 0 failed" in result.out
+        again = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "all", *ONE_PAIR)
+        assert again.exit_code == 0, again.err
+        assert len(server.chat_requests) == 133  # the run records what the probe found: no probe, nothing asked
+        assert again.err.splitlines().count(f"pairwise: logp left out: {NO_LOGPROBS}") == 1
+    assert rows(sample.warehouse, "select distinct prompt from pairwise_answers order by 1") == [
+        ("certainty",),
+        ("mp",),
+        ("self",),
+        ("tie",),
+    ]
+    assert rows(sample.warehouse, "select status, scope->>'prompts' from pairwise_runs") == [
+        ("published", '["certainty","tie","self","mp"]')
+    ]
+
+
+def test_logp_on_an_endpoint_with_log_probabilities_is_asked_after_one_probe_request(sample, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_ANSWER_FORMAT", "auto")
+    with FakeOpenAI(speaking(None, truthful)) as server:
+        result = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "logp", *ONE_PAIR)
+        assert result.exit_code == 0, result.err
+        assert "logp" not in result.err
+        assert sum(is_probe(r.body) for r in server.chat_requests) == 3
+        assert "5 pairs, 10 answers (10 new; 10 requests sent, 0 reused), 0 failed" in result.out
+        again = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "logp", *ONE_PAIR)
+        assert again.exit_code == 0, again.err
+        assert len(server.chat_requests) == 13  # nothing sent, the probe neither
+    params = json.loads(rows(sample.warehouse, "select params from pairwise_runs")[0][0])
+    assert (params["returns_logprobs"], params["probe_requests"]) == (True, 3)
+
+
+def test_a_run_extended_with_logp_probes_once_and_records_it(sample, capsys, monkeypatch):
+    monkeypatch.setenv("PERAS_ANSWER_FORMAT", "auto")
+    with FakeOpenAI(speaking(None, truthful)) as server:
+        first = pairwise_cli(capsys, sample.warehouse, server, "--prompt", "certainty", *ONE_PAIR)
+        assert first.exit_code == 0, first.err
+        assert len(server.chat_requests) == 2 + 10  # the answer-format probe, no log-probabilities asked
+        args = ("--prompt", "certainty", "--prompt", "logp", *ONE_PAIR)
+        extended = pairwise_cli(capsys, sample.warehouse, server, *args)
+        assert extended.exit_code == 0, extended.err
+        assert len(server.chat_requests) == 12 + 1 + 10  # the resume asks for log-probabilities once, then logp
+        again = pairwise_cli(capsys, sample.warehouse, server, *args)
+        assert again.exit_code == 0, again.err
+        assert len(server.chat_requests) == 23  # what the probe found is recorded: nothing sent
+    params = json.loads(rows(sample.warehouse, "select params from pairwise_runs")[0][0])
+    assert (params["returns_logprobs"], params["probe_requests"]) == (True, 3)

@@ -25,7 +25,8 @@ from tasks.ingest.sources import default_subset
     "prompts",
     multiple=True,
     type=click.Choice(["certainty", "tie", "self", "logp", "mp", "all"]),
-    help="Prompt (repeatable; 'all': every prompt on the same pairs; 'mp' sends 10 requests per answer) [certainty].",
+    help="Prompt (repeatable; 'all': every prompt the endpoint supports on the same pairs, logp only where it returns"
+    " log-probabilities; 'mp' sends 10 requests per answer) [certainty].",
 )
 @click.option(
     "--pairs-per-topic",
@@ -84,7 +85,6 @@ def pairwise(
     preflight.endpoint(settings)
     from flows.pairwise import pairwise as pairwise_flow  # Prefect: loaded once the checks above passed
 
-    chosen = ["certainty", "tie", "self", "logp", "mp"] if "all" in prompts else list(prompts) or None
     summary = run_asking_flow(
         pairwise_flow,
         "pairwise",
@@ -95,7 +95,7 @@ def pairwise(
         subset=subset,
         personalities=list(personalities) or None,
         personality_set=personality_set,
-        prompts=chosen,
+        prompts=list(prompts) or None,  # 'all': the flow asks every prompt the endpoint supports
         pairs_per_topic=pairs_per_topic,
         seed=seed,
         run_name=run_name,

@@ -258,6 +258,21 @@ async def probe_dialect(chat: Chat) -> Probe:
     return Probe(FREE, "no constraint held, answers are free text read by the parsers: " + "; ".join(seen))
 
 
+# The log-probabilities probe: one tiny request of its own (a server refusing `logprobs` must not read as refusing a
+# dialect's fields), answered with them or not.
+LOGPROBS_PROBE_PARAMS = {"temperature": 0.0, "max_tokens": 1, "logprobs": True, "top_logprobs": 1}
+
+
+async def probe_logprobs(chat: Chat) -> bool:
+    """Whether the endpoint returns log-probabilities: one tiny request asking for them (a refusal, HTTP 400/413/422,
+    says no; anything else propagates)."""
+    try:
+        result = await chat(PROBE_MESSAGES, LOGPROBS_PROBE_PARAMS)
+    except RequestRejected:
+        return False
+    return bool(result.logprobs and result.logprobs[0])
+
+
 def resolve_answer_format(wanted: str, probe: Probe) -> Probe:
     """What a run asks in: a probe that found no dialect is refused when constraints were demanded."""
     if wanted == "constrained" and probe.answer_format == FREE:

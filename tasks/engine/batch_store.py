@@ -20,6 +20,7 @@ from peras.settings import Settings
 from peras.sql import query_rows, run_sql
 from peras.warehouse import connect, now, open_migrated, retrying, transaction
 from tasks.engine.endpoint import Endpoint, public_url
+from tasks.engine.runs import run_probe_requests
 from tasks.engine.spec import RunIdentity
 
 
@@ -119,6 +120,7 @@ def within_budget(
         return pending, 0, 0
     with connect(settings.warehouse, read_only=True) as con:
         spent = int(run_sql(con, "engine/batch/select_budget_spent", {"run_id": identity.run_id}).fetchone()[0])
+        spent += run_probe_requests(con, identity)  # the answer-format probe's requests, online
     left = max(0, settings.request_budget - spent)
     kept = sorted(pending)[:left]
     return {cid: pending[cid] for cid in kept}, len(pending) - len(kept), spent

@@ -25,6 +25,8 @@ class Endpoint:
     backend: str
     answer_format: str = "free"  # the constraint dialect requests are sent in (peras/llm/constraints.py)
     answer_probe: str = "not probed"  # what the probe found, recorded with the run
+    probe_requests: int = 0  # chat requests this call's probe sent: they count against the run's --request-budget
+    logprobs: bool | None = None  # whether it returns log-probabilities (None: not asked; recorded with the run)
 
     @property
     def is_embedded(self) -> bool:
@@ -35,6 +37,17 @@ class Endpoint:
     def public_urls(self) -> list[str]:
         """The URLs as they may be recorded: without user name or password."""
         return [public_url(url) for url in self.base_urls]
+
+
+@dataclass(frozen=True)
+class Probed:
+    """What a stored run records of its probes, for a call that resumes it: the answer format it asked in (None: a
+    new run, or one that asked in no one format), what it has spent of its --request-budget (its probes' requests
+    included) and whether its endpoint returned log-probabilities (None: never asked)."""
+
+    answer_format: str | None = None
+    spent: int = 0
+    logprobs: bool | None = None
 
 
 def public_url(url: str) -> str:

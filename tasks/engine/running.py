@@ -23,7 +23,7 @@ from peras.warehouse import kept_open
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_answer_format
+from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_probe
 from tasks.engine.spec import Plan, RunIdentity, Stage
 from tasks.engine.stages import HeldPlan
 from tasks.engine.tasks import (
@@ -80,6 +80,15 @@ class StageRecipe(Protocol[ConfigT]):
         """Anything the stage stores with the run before asking (fuse: its votes); usually nothing."""
         ...
 
+    def wants_logprobs(self) -> bool:
+        """Whether the run asks for log-probabilities: the endpoint's probe then asks whether it returns them."""
+        ...
+
+    def fit(self, endpoint: Endpoint) -> None:
+        """What the run asks, fitted to what the checked endpoint answers (pairwise leaves logp out where there are no
+        log-probabilities, or refuses it in one line), before the run is claimed; usually nothing."""
+        ...
+
 
 class HeldItems:
     """A recipe's plan held whole (every stage but judge: thousands of items, not millions): its `planned` items,
@@ -98,6 +107,13 @@ class HeldItems:
     def planned_frame(self) -> pl.DataFrame:
         """The planned items as rows (keys and what the plan fixes)."""
         raise NotImplementedError
+
+    def wants_logprobs(self) -> bool:
+        """No log-probabilities asked (pairwise's logp asks them)."""
+        return False
+
+    def fit(self, endpoint: Endpoint) -> None:
+        """Every endpoint answers what the stage asks: nothing to fit."""
 
 
 @dataclass
@@ -143,17 +159,27 @@ def gate_stage_run(settings: Settings, run: RunIdentity, planned: dict[str, Plan
 
 
 def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
-    """The claim with the run's answer format (the constraint dialect) and what the probe found in its parameters:
-    a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records the second)."""
-    found = {"answer_format": endpoint.answer_format, "answer_probe": endpoint.answer_probe}
+    """The claim with the run's answer format (the constraint dialect), what the probe found and the requests it sent
+    in its parameters: a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records
+    the others; the requests count against the run's --request-budget, resumes included)."""
+    found = {
+        "answer_format": endpoint.answer_format,
+        "answer_probe": endpoint.answer_probe,
+        "probe_requests": endpoint.probe_requests,
+    }
+    if endpoint.logprobs is not None:  # asked: a resume reuses it
+        found["returns_logprobs"] = endpoint.logprobs
     return replace(claim, params=claim.params | found)
 
 
 def checked_endpoint(settings: Settings, recipe: StageRecipe[ConfigT], endpoint: Endpoint) -> tuple[Endpoint, ConfigT]:
-    """The endpoint checked in the answer format a resumed run asked in (the run's name comes from the recipe's claim),
-    and the recipe's configuration for it: what `run_stage` and a fanned-out run's parts ask with."""
+    """The endpoint checked in the answer format a resumed run asked in (the run's name comes from the recipe's claim)
+    and, for a recipe that wants them, for log-probabilities; the recipe fitted to it, and its configuration for it:
+    what `run_stage` and a fanned-out run's parts ask with."""
     named = recipe.claim(recipe.configure(endpoint))
-    endpoint = check_endpoint(settings, endpoint, stored_answer_format(settings, named.stage, named.name))
+    stored = stored_probe(settings, named.stage, named.name)
+    endpoint = check_endpoint(settings, endpoint, stored, recipe.wants_logprobs())
+    recipe.fit(endpoint)
     return endpoint, recipe.configure(endpoint)
 
 

@@ -22,6 +22,7 @@ from peras.llm.constraints import DIALECTS, FREE
 from peras.settings import Settings
 from peras.sql import run_sql, run_statements
 from peras.warehouse import now, open_migrated, retrying, retrying_bounded
+from tasks.engine.endpoint import Probed
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.own_stages import check_own_tables
 from tasks.engine.shards import mend_request_copies
@@ -34,7 +35,10 @@ if TYPE_CHECKING:
     # A planned table the gate registers: a Polars DataFrame, or an Arrow table (the judge's: no Polars import).
     PlannedTable: TypeAlias = pl.DataFrame | pa.Table
 
-NOT_COMPARED = ("answer_probe",)  # recorded in a run's parameters, never a reason to refuse it
+# Recorded in a run's parameters, never a reason to refuse it: what the probe found, the requests it sent.
+NOT_COMPARED = ("answer_probe", "probe_requests", "returns_logprobs")
+# What a call that probes a run that exists adds to its record (start_run): a later call reuses it, sending nothing.
+PROBE_FINDINGS = ("returns_logprobs",)
 # On a lake, a gate that finds problems mends request copies another process's load left and looks again, this often.
 MEND_ATTEMPTS = 3
 
@@ -55,17 +59,49 @@ class RunClaim:
     params: dict[str, Any]
 
 
-def stored_answer_format(settings: Settings, stage: StageDeclaration, name: str) -> str | None:
-    """The answer format the run of that name asked in, if it exists ('free' for a run older than formats); None for
-    a new run, or one that asked in no one format (a fanned-out judge run, whose parts each probe their own host)."""
+def stored_probe(settings: Settings, stage: StageDeclaration, name: str) -> Probed:
+    """What the run of that name records of its probes: the answer format it asked in ('free' for a run older than
+    formats; None for a new run, or one that asked in no one format: a fanned-out judge run, whose parts each probe
+    their own host), whether its endpoint returned log-probabilities (None: never asked), and, under a
+    --request-budget, what it has spent (the probe of a call resuming it counts on from there)."""
     with open_migrated(settings.warehouse) as con:
         check_own_tables(con, stage)  # a stage of your own whose columns changed: one line, not a BinderException
         try:
-            found = run_statements(con, stage.sql("select_run"), {"run_name": name}).fetchall()
+            found = run_params(con, stage, name)
         except duckdb.CatalogException:
-            return None  # the stage's tables do not exist yet: no run of it
-    stored = str(json.loads(found[0][-1]).get("answer_format", FREE)) if found else None
-    return stored if stored in (FREE, *DIALECTS) else None
+            return Probed()  # the stage's tables do not exist yet: no run of it
+        if found is None:
+            return Probed()
+        run_id, params = found
+        spent = run_spent(con, run_id, params) if settings.request_budget is not None else 0
+    stored = str(params.get("answer_format", FREE))
+    logprobs = params.get("returns_logprobs")
+    logprobs = logprobs if isinstance(logprobs, bool) else None
+    return Probed(stored if stored in (FREE, *DIALECTS) else None, spent, logprobs)
+
+
+def run_params(con: duckdb.DuckDBPyConnection, stage: StageDeclaration, name: str) -> tuple[str, dict[str, Any]] | None:
+    """The id and the recorded parameters of the stage's run of that name (None: there is none)."""
+    found = run_statements(con, stage.sql("select_run"), {"run_name": name}).fetchall()
+    return (str(found[0][0]), json.loads(found[0][-1])) if found else None
+
+
+def run_spent(con: duckdb.DuckDBPyConnection, run_id: str, params: dict[str, Any]) -> int:
+    """What a run has spent of its --request-budget: the HTTP requests of its answers (resumes and replaced failures
+    included) and those of the probes of the calls that claimed it (recorded in its parameters: `probe_requests`)."""
+    asked = int(run_sql(con, "engine/select_http_requests", {"run_id": run_id}).fetchone()[0])
+    return asked + probe_requests(params)
+
+
+def probe_requests(params: dict[str, Any]) -> int:
+    """The probes' requests a run's parameters record (0 for a run older than the record)."""
+    return int(params.get("probe_requests", 0))
+
+
+def run_probe_requests(con: duckdb.DuckDBPyConnection, identity: RunIdentity) -> int:
+    """The probes' requests the run records (batch mode adds them to its lines: tasks/engine/batch_store.py)."""
+    found = run_params(con, declaration(identity.kind), identity.run_name)
+    return probe_requests(found[1]) if found else 0
 
 
 def claim_run(
@@ -95,6 +131,9 @@ def claim_run(
                 "model": model,
                 "backend": backend,
                 "params": json.dumps(claim.params, sort_keys=True),
+                # a resumed run adds this call's probe to its record
+                "probe_requests": probe_requests(claim.params),
+                "probe_found": json.dumps({k: claim.params[k] for k in PROBE_FINDINGS if k in claim.params}),
                 "created_at": now(),
             }
             if lease:

@@ -16,10 +16,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from peras import lake
-from peras.errors import UsageError
+from peras.errors import BudgetReached, UsageError
 from peras.llm import aio
 from peras.llm.client import LLMClient
-from peras.llm.constraints import FREE, Probe, probe_dialect, resolve_answer_format
+from peras.llm.constraints import FREE, Probe, probe_dialect, probe_logprobs, resolve_answer_format
 from peras.progress import Counts, asking
 from peras.prompting import Personality
 from peras.settings import Settings
@@ -27,9 +27,10 @@ from peras.sql import render_sql, run_sql, run_statements
 from peras.warehouse import connect, open_migrated, publish_snapshot, retrying, transaction
 from tasks.engine.batch import BatchRound
 from tasks.engine.batch_tasks import ask_in_rounds
-from tasks.engine.endpoint import Endpoint, make_client
+from tasks.engine.endpoint import Endpoint, Probed, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.run_status import count_pending, notice
+from tasks.engine.runs import run_params, run_spent
 from tasks.engine.shards import load_shards
 from tasks.engine.spec import EngineStats, Plan, RetryingPlan, RunIdentity, Stage
 from tasks.engine.stage import declaration
@@ -54,23 +55,47 @@ def opaque(value: T) -> T:
 
 
 @task(cache_policy=NO_CACHE)
-def check_endpoint(settings: Settings, endpoint: Endpoint, resumed: str | None = None) -> Endpoint:
+def check_endpoint(
+    settings: Settings, endpoint: Endpoint, resumed: Probed | None = None, logprobs: bool = False
+) -> Endpoint:
     """Fail early, with one clear line, if the endpoint is unreachable or does not serve the model; then find the
-    answer format its requests are sent in (the endpoint returned carries it) and say it once on the terminal.
-    `resumed`: the answer format the run being resumed asked in (None for a new run)."""
+    answer format its requests are sent in and, with `logprobs` (the run asks for log-probabilities), whether it
+    returns them (the endpoint returned carries both, and the requests the probe sent); the format is said once on
+    the terminal. `resumed`: what the run being resumed records (nothing for a new run).
+
+    The probe's requests are part of the run's --request-budget: a budget they would pass stops the command here,
+    in one line, before the run is claimed (no request beyond the budget is sent)."""
     if not endpoint.base_urls:
         # batch mode's files for vLLM's run-batch: no server to check or probe
         return replace(endpoint, answer_format=FREE, answer_probe="no server to probe (batch files)")
+    resumed = resumed or Probed()
 
-    async def ready() -> Probe:
-        async with make_client(settings, endpoint) as client:
+    async def ready() -> tuple[Probe, bool | None, int]:
+        async with make_client(settings, endpoint, resumed.spent) as client:
             await client.check_ready()
-            return await answer_probe(settings, endpoint, client, resumed)
+            try:
+                probe = await answer_probe(settings, endpoint, client, resumed.answer_format)
+                found = await returns_logprobs(settings, endpoint, client, resumed.logprobs) if logprobs else None
+            except BudgetReached as exc:
+                raise UsageError(probe_over_budget(settings, resumed.spent, client.requests_sent, logprobs)) from exc
+            return probe, found, client.requests_sent
 
-    probe = asyncio.run(ready())
+    probe, found, sent = asyncio.run(ready())
     if settings.answer_format != "free":  # asked free by the user: nothing to tell; else said once, never silent
         notice(probe.line)
-    return replace(endpoint, answer_format=probe.answer_format, answer_probe=probe.found)
+    return replace(
+        endpoint, answer_format=probe.answer_format, answer_probe=probe.found, probe_requests=sent, logprobs=found
+    )
+
+
+def probe_over_budget(settings: Settings, spent: int, sent: int, logprobs: bool) -> str:
+    """The one line of a --request-budget the probe used up before it found what it asks."""
+    more = ", 1 more for log-probabilities" if logprobs else ""
+    earlier = f"; the run had spent {spent:,} before" if spent else ""
+    return (
+        f"--request-budget {settings.request_budget:,} is used up by the answer-format probe ({sent:,} of its 1-5 tiny"
+        f" requests{more} sent{earlier}): raise it, or give --answer-format free, which sends no probe"
+    )
 
 
 async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient, resumed: str | None) -> Probe:
@@ -84,6 +109,21 @@ async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient
     if endpoint.is_embedded:
         return Probe("llama.cpp", "the embedded llama.cpp server")
     return resolve_answer_format(settings.answer_format, await probe_dialect(client.chat))
+
+
+async def returns_logprobs(
+    settings: Settings, endpoint: Endpoint, client: LLMClient, resumed: bool | None
+) -> bool | None:
+    """Whether the endpoint returns log-probabilities: what a resumed run found (a rerun sends nothing); the embedded
+    llama.cpp server does; --answer-format free sends no probe (None: not known, asked unchecked); otherwise one tiny
+    request asks (peras/llm/constraints.py probe_logprobs)."""
+    if resumed is not None:
+        return resumed
+    if endpoint.is_embedded:
+        return True
+    if settings.answer_format == "free":
+        return None
+    return await probe_logprobs(client.chat)
 
 
 @task(cache_policy=NO_CACHE)
@@ -229,11 +269,13 @@ def shard_loaded(settings: Settings, progress: ProgressArtifact, stats: EngineSt
 
 
 def requests_spent(settings: Settings, identity: RunIdentity) -> int:
-    """HTTP requests the run's earlier attempts sent, answered or not: the run-wide budget counts from here."""
+    """HTTP requests the run's earlier attempts and every call's probes sent, answered or not: the run-wide budget
+    counts from here."""
     if settings.request_budget is None:
         return 0
     with connect(settings.warehouse, read_only=True) as con:
-        return int(run_sql(con, "engine/select_http_requests", {"run_id": identity.run_id}).fetchone()[0])
+        found = run_params(con, declaration(identity.kind), identity.run_name)
+        return run_spent(con, identity.run_id, found[1] if found else {})
 
 
 class ProgressArtifact:

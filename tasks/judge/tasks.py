@@ -113,6 +113,13 @@ class JudgeRecipe:
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
         """Nothing is stored before asking but the personalities (the body stores them)."""
 
+    def wants_logprobs(self) -> bool:
+        """Not probed: a `logprob` judgment without log-probabilities is a failure with its reason."""
+        return False
+
+    def fit(self, endpoint: Endpoint) -> None:
+        """Every method is asked as chosen."""
+
 
 @task(cache_policy=NO_CACHE)
 def check_judge_run(settings: Settings, run: RunIdentity, plan: JudgePlan, config: JudgeConfig) -> int:

@@ -19,6 +19,7 @@ from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import open_migrated, require_collection
 from tasks.engine.endpoint import Endpoint
+from tasks.engine.run_status import notice
 from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
@@ -26,6 +27,9 @@ from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
+
+ALL = "all"  # every prompt the endpoint supports
+LOGPROBS = "logp"  # the prompt whose confidence comes from the endpoint's log-probabilities
 
 
 @dataclass(frozen=True)
@@ -57,12 +61,18 @@ def draw(collection: Collection, seed: int, pairs_per_topic: int) -> list[PairDr
 
 
 def check_prompts(prompts: list[str] | None) -> list[str]:
-    """The prompts to ask, in a fixed order; none given means 'certainty'."""
+    """The prompts to ask, in a fixed order; none given means 'certainty', 'all' every prompt (those the endpoint
+    supports: PairwiseRecipe.fit)."""
     chosen = prompts or ["certainty"]
-    unknown = [p for p in chosen if p not in PROMPTS]
+    unknown = [p for p in chosen if p not in PROMPTS and p != ALL]
     if unknown:
-        raise UsageError(f"unknown pairwise prompt {', '.join(unknown)}; known: {', '.join(PROMPTS)}")
-    return [p for p in PROMPTS if p in chosen]
+        raise UsageError(f"unknown pairwise prompt {', '.join(unknown)}; known: {', '.join(PROMPTS)}, {ALL}")
+    return [p for p in PROMPTS if p in chosen or ALL in chosen]
+
+
+def named_prompts(prompts: list[str] | None) -> tuple[str, ...]:
+    """The prompts the call names itself, not through 'all': the endpoint must support them."""
+    return tuple(p for p in PROMPTS if p in (prompts or ["certainty"]))
 
 
 def pairwise_config(endpoint: Endpoint) -> PairwiseConfig:
@@ -95,6 +105,7 @@ class PairwiseRecipe(HeldItems):
     personalities: list[Personality]
     collection: Collection
     planned: list[PairItem]
+    named: tuple[str, ...] = ()  # the prompts the call named itself (not through 'all')
     gate: Gate = Gate("run not published (its answers are kept for inspection)")
 
     def configure(self, endpoint: Endpoint) -> PairwiseConfig:
@@ -119,6 +130,24 @@ class PairwiseRecipe(HeldItems):
 
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
         """Nothing is stored before asking."""
+
+    def wants_logprobs(self) -> bool:
+        """logp's confidence is read from the log-probabilities."""
+        return LOGPROBS in self.scope["prompts"]
+
+    def fit(self, endpoint: Endpoint) -> None:
+        """An endpoint without log-probabilities cannot answer logp: named, the call is refused in one line (before
+        anything but the probe is sent); brought by 'all', it is left out of the run, said once."""
+        if endpoint.logprobs is not False or not self.wants_logprobs():
+            return
+        if LOGPROBS in self.named:
+            raise UsageError(
+                "pairwise --prompt logp: the endpoint returns no log-probabilities (the probe asked for them); ask"
+                " the other prompts, or --prompt all for every prompt it supports"
+            )
+        notice("pairwise: logp left out: the endpoint returns no log-probabilities")
+        self.planned = [item for item in self.planned if item.prompt != LOGPROBS]
+        self.scope = self.scope | {"prompts": [p for p in self.scope["prompts"] if p != LOGPROBS]}
 
 
 def planned_frame(planned: list[PairItem]) -> pl.DataFrame:
