@@ -178,8 +178,13 @@ def checked_endpoint(settings: Settings, recipe: StageRecipe[ConfigT], endpoint:
     what `run_stage` and a fanned-out run's parts ask with."""
     named = recipe.claim(recipe.configure(endpoint))
     stored = stored_probe(settings, named.stage, named.name)
-    endpoint = check_endpoint(settings, endpoint, stored, recipe.wants_logprobs())
-    recipe.fit(endpoint)
+    # A recipe of a stage of one's own written before these two hooks existed has neither: it asks no
+    # log-probabilities and fits every endpoint.
+    wants_logprobs = getattr(recipe, "wants_logprobs", None)
+    endpoint = check_endpoint(settings, endpoint, stored, bool(wants_logprobs and wants_logprobs()))
+    fit = getattr(recipe, "fit", None)
+    if fit is not None:
+        fit(endpoint)
     return endpoint, recipe.configure(endpoint)
 
 
