@@ -6,11 +6,13 @@ the progress to show.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,7 +21,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from cli.prefect_server import LocalServer
 from support.fake_openai import FakeOpenAI, Reply, instant
+from support.prefect_server import free_port
 from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.integration
@@ -100,10 +104,19 @@ def test_demo_on_a_terminal_shows_stage_lines_and_live_counts_before_it_ends(tmp
     assert "880/880" in text  # the bar ends full
 
 
-def run_to_files(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`peras ARGS` with stdout and stderr to files, as in a log or CI."""
+def run_to_files(
+    tmp_path: Path, args: list[str], env: dict[str, str], new_session: bool = False
+) -> subprocess.Popen[bytes]:
+    """`peras ARGS` with stdout and stderr to files, as in a log or CI (in a session of its own if `new_session`)."""
     out, err = (tmp_path / "out.txt").open("wb"), (tmp_path / "err.txt").open("wb")
-    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env, stdout=out, stderr=err)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=err,
+        start_new_session=new_session,
+    )
 
 
 def test_a_judge_writing_to_a_file_prints_a_progress_line_every_interval(tmp_path, sample_warehouse):
@@ -163,3 +176,79 @@ def test_a_stopped_run_says_so_in_one_line_with_how_to_resume(tmp_path, sample_w
     assert (code, lines[-1]) == expected, lines
     # click ends the line first
     assert all(PROGRESS_LINE.match(line) or ESTIMATE_LINE.match(line) or line == "" for line in lines[:-1]), lines
+
+
+def session_processes(session: int) -> list[str]:
+    """The command lines of the live processes of a session (what a command started and did not detach)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(stat[stat.rindex(")") + 2 :].split()[3]) == session:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+    return found
+
+
+# How the command finds its Prefect server: the local server peras starts (and keeps, in a session of its own),
+# Prefect's temporary one in the command's process (PERAS_PREFECT_SERVER=ephemeral), the user's PREFECT_API_URL.
+MODES = ["local", "ephemeral", "api-url"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_process_of_a_command_outlives_it_and_its_progress_artifact_is_on_its_server(
+    tmp_path, sample_warehouse, prefect_server, mode
+):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(tmp_path / "client-home"),
+        "PERAS_PREFECT_HOME": str(tmp_path / "server-home"),
+        "PERAS_PREFECT_PORT": str(free_port()),
+        "PERAS_PROGRESS_INTERVAL_S": "1",  # the run (11 requests of 1 s) takes several intervals
+        # a loaded machine, where Prefect's temporary server does not answer in time (20 s by default): each progress
+        # tick started one (a thread without the command's settings) and left it running (issue 48 item 7)
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0",
+    }
+    env |= {"ephemeral": {"PERAS_PREFECT_SERVER": "ephemeral"}, "api-url": {"PREFECT_API_URL": prefect_server}}.get(
+        mode, {}
+    )
+    local = LocalServer(Path(env["PERAS_PREFECT_HOME"]), int(env["PERAS_PREFECT_PORT"]))
+    proc = None
+    try:
+        with FakeOpenAI(slow(1.0)) as server:
+            proc = run_to_files(tmp_path, judge_args(sample_warehouse, server.base_url), env, new_session=True)
+            assert proc.wait(timeout=400) == 0, (tmp_path / "err.txt").read_text()
+        deadline = time.monotonic() + 10  # a child told to stop as the command ended may take a moment
+        while session_processes(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session_processes(proc.pid) == []
+        run = (tmp_path / "out.txt").read_text().split(":")[0]
+        key = f"judge-progress-{run_id_of(sample_warehouse, run)}"
+        assert artifacts_of(mode, key, local.url if mode == "local" else prefect_server, tmp_path) == [
+            (100.0, f"judge run {run}: 6 of 6 items done; requests 11 asked, 11 answered, 0 failed")
+        ]
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what the command left, if anything
+        local.stop()
+
+
+def run_id_of(warehouse: Path, run: str) -> str:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute("select run_id from judge_runs where run_name = ?", [run]).fetchone()[0]
+    finally:
+        con.close()
+
+
+def artifacts_of(mode: str, key: str, url: str, tmp_path: Path) -> list[tuple[float, str]]:
+    """(progress, description) of the artifacts with this key on the server the command ran its flows on."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if mode == "ephemeral":  # the command's temporary server ended with it: its database is in the Prefect home
+        with contextlib.closing(sqlite3.connect(tmp_path / "client-home" / "prefect.db")) as db:
+            found = db.execute("select data, description from artifact where key = ?", [key]).fetchall()
+        return [(float(data), description) for data, description in found]
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        return [(artifact.data, artifact.description) for artifact in progress_artifacts(key)]
