@@ -101,21 +101,34 @@ class LocalServer:
 
     def healthy(self, timeout_s: float = 2.0) -> bool:
         """A Prefect API answers /api/health on the port."""
-        import httpx
-
-        try:  # never through HTTP_PROXY: it is on loopback
-            return httpx.get(f"{self.url}/health", timeout=timeout_s, trust_env=False).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return probe(self.url, timeout_s, trust_env=False) == "prefect"  # never through HTTP_PROXY: on loopback
 
     def pid(self) -> int | None:
-        """The process peras started, if it is still alive."""
+        """The process peras started, if it is still alive: the id in HOME/server.pid, checked against the start time
+        and command line recorded with it (an id is reused once its process is gone: never signal another process)."""
         try:
-            pid = int(self.pid_file.read_text().strip())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
+            recorded = self.pid_file.read_text().splitlines()
+            pid = int(recorded[0])
+        except (OSError, ValueError, IndexError):
             return None
-        return pid
+        found = process_identity(pid)
+        if found is None:
+            return None
+        started, command = found
+        if len(recorded) >= 3:  # pid, start time, command line
+            return pid if (started, command) == (recorded[1], recorded[2]) else None
+        # written by an older peras (the id alone): the command line must be this server's
+        return pid if command.split()[1:] == self._command()[1:] else None
+
+    def forget_stale(self, echo: Callable[[str], None]) -> None:
+        """Remove HOME/server.pid (and server.port) when it names no running server peras started, and say so."""
+        if not self.pid_file.exists() or self.pid() is not None:
+            return
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stale = int(self.pid_file.read_text().split()[0])
+            echo(f"removed the stale {self.pid_file}: process {stale} is not the Prefect server peras started")
+        self.pid_file.unlink(missing_ok=True)
+        self.port_file.unlink(missing_ok=True)
 
     def ensure(self, echo: Callable[[str], None]) -> tuple[LocalServer, bool]:
         """Make peras' server answer: reuse it if it does, else start it and wait. The server (on another port if
@@ -126,6 +139,7 @@ class LocalServer:
         # two commands started together: the second waits for the first's server instead of starting another
         with (self.home / "server.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            self.forget_stale(echo)
             server = self.resolved()  # the first may have moved it to another port meanwhile
             if server.pid() is not None and server.healthy():
                 return server, False
@@ -162,9 +176,10 @@ class LocalServer:
             "PREFECT_SERVER_UI_API_URL": self.url,
             "PREFECT_LOGGING_LEVEL": "WARNING",
         }
+        command = self._command()
         with self.log.open("w") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+                command,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -172,9 +187,14 @@ class LocalServer:
                 cwd=self.home,
                 start_new_session=True,  # outlives this command, and Ctrl-C in the terminal does not reach it
             )
-        self.pid_file.write_text(f"{proc.pid}\n")
+        # the start time stays the process's own across exec; the command line is the one it runs after it
+        started = process_identity(proc.pid)
+        self.pid_file.write_text(f"{proc.pid}\n{started[0] if started else ''}\n{' '.join(command)}\n")
         self.port_file.write_text(f"{asked_port} {self.port}\n")
         proc.returncode = 0  # detached on purpose: no "still running" warning when this object goes away
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -205,6 +225,44 @@ class LocalServer:
         self.pid_file.unlink(missing_ok=True)
         self.port_file.unlink(missing_ok=True)
         return True
+
+
+def probe(url: str, timeout_s: float = 2.0, trust_env: bool = True) -> str | None:
+    """What answers at a Prefect API URL: `prefect` (its /health says `true`), `other` (a web page, another
+    program's API), or None (nothing listens, or it does not answer in time)."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout_s, trust_env=trust_env)
+    except httpx.HTTPError:
+        return None
+    try:
+        return "prefect" if response.status_code == 200 and response.json() is True else "other"
+    except ValueError:  # not JSON: a web page
+        return "other"
+
+
+def process_identity(pid: int) -> tuple[str, str] | None:
+    """(start time, command line) of a live process, or None when there is none with this id."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            return None  # Linux: no such process
+        return _ps_identity(pid)
+    except OSError:
+        return None
+    # field 22, clock ticks after boot; fields counted after the command name, which may hold spaces
+    started = stat[stat.rindex(")") + 2 :].split()[19]
+    return started, command.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+
+
+def _ps_identity(pid: int) -> tuple[str, str] | None:
+    """What `process_identity` reads where there is no /proc (macOS): ps's start date and command line."""
+    done = subprocess.run(["ps", "-p", str(pid), "-o", "lstart=", "-o", "command="], capture_output=True, text=True)
+    line = done.stdout.strip()
+    return (line[:24], line[24:].strip()) if done.returncode == 0 and line else None
 
 
 def port_taken(port: int) -> bool:
