@@ -33,6 +33,7 @@ MODES = ("local", "ephemeral")
 DEFAULT_PORT = 4200  # Prefect's own default: the UI is where Prefect's docs say it is
 START_TIMEOUT_S = 120.0  # `prefect server start` takes ~18 s on 2 idle cores, much longer on loaded ones
 EPHEMERAL_RETRY_TIMEOUT_S = 90
+API_CHECK_TIMEOUT_S = 10.0  # PREFECT_API_URL's /health, before a command uses it (a remote server may be slow)
 EPHEMERAL_HINT = (
     "start the reusable local server with `peras server start` (or unset PERAS_PREFECT_SERVER), "
     "or set PREFECT_API_URL to a running server, then re-run"
@@ -59,6 +60,7 @@ class LocalServer:
         """The server PERAS_PREFECT_HOME and PERAS_PREFECT_PORT describe (defaults: ~/.cache/peras/prefect, 4200),
         on the port it moved to if that one was taken when peras started it (and it still runs)."""
         home = Path(os.environ.get(HOME_ENV) or Path.home() / ".cache" / "peras" / "prefect").expanduser()
+        check_home(HOME_ENV, home)
         raw_port = os.environ.get(PORT_ENV) or str(DEFAULT_PORT)
         if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
             raise UsageError(f"bad setting {PORT_ENV}={raw_port!r}: a TCP port number")
@@ -228,8 +230,9 @@ class LocalServer:
 
 
 def probe(url: str, timeout_s: float = 2.0, trust_env: bool = True) -> str | None:
-    """What answers at a Prefect API URL: `prefect` (its /health says `true`), `other` (a web page, another
-    program's API), or None (nothing listens, or it does not answer in time)."""
+    """What answers at a Prefect API URL: `prefect` (its /health says `true`), `page` (not JSON: a web page),
+    `other` (another JSON answer: another program's API, or a server that wants a key), or None (nothing listens,
+    or it does not answer in time)."""
     import httpx
 
     try:
@@ -238,8 +241,8 @@ def probe(url: str, timeout_s: float = 2.0, trust_env: bool = True) -> str | Non
         return None
     try:
         return "prefect" if response.status_code == 200 and response.json() is True else "other"
-    except ValueError:  # not JSON: a web page
-        return "other"
+    except ValueError:
+        return "page"
 
 
 def process_identity(pid: int) -> tuple[str, str] | None:
@@ -297,10 +300,12 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
     keep_loopback_direct()
-    if get_current_settings().api.url:
+    if url := get_current_settings().api.url:
+        check_api(url)
         yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
         return
     if mode() == "ephemeral":
+        check_home("PREFECT_HOME", get_current_settings().home)  # the temporary server's database is there
         start_ephemeral(echo)
         yield
         return
@@ -308,6 +313,32 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
     os.environ["PREFECT_API_URL"] = server.url  # child processes (embedded model, workers) inherit it
     with temporary_settings(updates={PREFECT_API_URL: server.url}):
         yield
+
+
+def check_api(url: str) -> None:
+    """One line, in seconds, when PREFECT_API_URL names no Prefect server: nothing answers there, or a web page does."""
+    found = probe(url, timeout_s=API_CHECK_TIMEOUT_S)
+    if found in ("prefect", "other"):  # `other`: a JSON answer (a server asking for a key): Prefect's client says more
+        return
+    local = f"the local server ({LocalServer.configured().url})"
+    if found is None:
+        raise PerasError(
+            f"no Prefect server answers at {url} (PREFECT_API_URL): start it, or unset PREFECT_API_URL to use {local}"
+        )
+    raise UsageError(
+        f"{url} (PREFECT_API_URL) answers with a web page, not as a Prefect API: set it to a Prefect server's API "
+        f"URL (http://HOST:PORT/api), or unset it to use {local}"
+    )
+
+
+def check_home(setting: str, home: Path) -> None:
+    """A Prefect home (created if missing) must be a directory: else one line naming the file in the way."""
+    in_the_way = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()), None)
+    if in_the_way is not None:
+        raise UsageError(
+            f"bad setting {setting}={str(home)!r}: {in_the_way} is a file, not a directory; name a directory "
+            "(created if missing)"
+        )
 
 
 def keep_loopback_direct() -> None:

@@ -344,3 +344,58 @@ def web_page() -> Iterator[int]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("there", ["nothing", "a web page"])
+def test_prefect_api_url_naming_no_prefect_server_is_one_line_at_once(capsys, monkeypatch, tmp_path, there):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    local = free_port()
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(local))
+    with contextlib.ExitStack() as stack:
+        port = free_port() if there == "nothing" else stack.enter_context(web_page())
+        url = f"http://127.0.0.1:{port}/api"
+        monkeypatch.setenv("PREFECT_API_URL", url)
+        stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
+        result = run_cli(capsys, "ingest", "sample", "--warehouse", str(tmp_path / "peras.duckdb"))
+    hint = f"unset PREFECT_API_URL to use the local server (http://127.0.0.1:{local}/api)\n"
+    assert (result.exit_code, result.out, result.err) == {
+        "nothing": (1, "", f"error: no Prefect server answers at {url} (PREFECT_API_URL): start it, or {hint}"),
+        "a web page": (
+            2,
+            "",
+            f"error: {url} (PREFECT_API_URL) answers with a web page, not as a Prefect API: set it to a Prefect "
+            f"server's API URL (http://HOST:PORT/api), or {hint.replace('unset PREFECT_API_URL', 'unset it')}",
+        ),
+    }[there]
+    assert not (tmp_path / "peras.duckdb").exists()
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("setting", ["PERAS_PREFECT_HOME", "PREFECT_HOME"])
+def test_a_prefect_home_that_is_a_file_is_one_line(capsys, monkeypatch, tmp_path, setting):
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory\n")
+    monkeypatch.delenv("PREFECT_API_URL")
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "server-home"))
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(free_port()))
+    updates = {}
+    if setting == "PERAS_PREFECT_HOME":  # the local server's
+        monkeypatch.setenv("PERAS_PREFECT_HOME", str(afile / "prefect"))
+    else:  # Prefect's own: the temporary server's database is there
+        monkeypatch.setenv("PERAS_PREFECT_SERVER", "ephemeral")
+        updates = {PREFECT_HOME: str(afile)}
+    with temporary_settings(updates=updates, restore_defaults={PREFECT_API_URL}):
+        result = run_cli(capsys, "ingest", "sample", "--warehouse", str(tmp_path / "peras.duckdb"))
+    named = afile / "prefect" if setting == "PERAS_PREFECT_HOME" else afile
+    assert (result.exit_code, result.out, result.err) == (
+        2,
+        "",
+        f"error: bad setting {setting}={str(named)!r}: {afile} is a file, not a directory; name a directory "
+        "(created if missing)\n",
+    )
+    assert not (tmp_path / "server-home").exists() and not (tmp_path / "peras.duckdb").exists()

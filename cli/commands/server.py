@@ -53,7 +53,7 @@ def status() -> None:
             )
     elif pid is not None:
         click.echo(f"starting or not answering: {local.url} (pid {pid}; log {local.log})")
-    elif found == "other":
+    elif found is not None:
         click.echo(
             f"not running: port {local.port} answers, but not as a Prefect server (another program): the next "
             "command that runs a flow starts peras' own on the next free port"
