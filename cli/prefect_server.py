@@ -7,7 +7,8 @@ loopback port 4200 (PERAS_PREFECT_PORT), log in HOME/server.log. A server on tha
 (another user's, another checkout's) is never used: peras says so and starts its own on the next free port, and
 remembers it (HOME/server.port) for the next commands. The UI is told the same port (its /ui-settings api_url).
 PERAS_PREFECT_SERVER=ephemeral keeps Prefect's temporary server instead (CI), retried once with a longer start-up
-timeout.
+timeout. HOME/server.pid holds the server's id, start time and command line, all checked before it is signalled.
+While a command runs its flows, cli/server_watch.py ends it in one line if its server goes away.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.server_watch import watching
 from peras.errors import PerasError, UsageError
 
 MODE_ENV = "PERAS_PREFECT_SERVER"  # local (default) | ephemeral
@@ -302,7 +304,8 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
     keep_loopback_direct()
     if url := get_current_settings().api.url:
         check_api(url)
-        yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
+        with watching(url, restart="start it again"):
+            yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
         return
     if mode() == "ephemeral":
         check_home("PREFECT_HOME", get_current_settings().home)  # the temporary server's database is there
@@ -311,7 +314,8 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
         return
     server, _ = LocalServer.configured().ensure(echo)
     os.environ["PREFECT_API_URL"] = server.url  # child processes (embedded model, workers) inherit it
-    with temporary_settings(updates={PREFECT_API_URL: server.url}):
+    restart = "start it again (`peras server start`)"
+    with temporary_settings(updates={PREFECT_API_URL: server.url}), watching(server.url, restart):
         yield
 
 

@@ -252,3 +252,41 @@ def artifacts_of(mode: str, key: str, url: str, tmp_path: Path) -> list[tuple[fl
         return [(float(data), description) for data, description in found]
     with temporary_settings(updates={PREFECT_API_URL: url}):
         return [(artifact.data, artifact.description) for artifact in progress_artifacts(key)]
+
+
+def test_a_command_whose_prefect_server_is_stopped_while_it_asks_ends_in_one_line(tmp_path, sample_warehouse):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(tmp_path / "client-home"),
+        "PERAS_PREFECT_HOME": str(tmp_path / "server-home"),
+        "PERAS_PREFECT_PORT": str(free_port()),
+        "PERAS_PROGRESS_INTERVAL_S": "0.5",
+    }
+    local = LocalServer(Path(env["PERAS_PREFECT_HOME"]), int(env["PERAS_PREFECT_PORT"]))
+    proc = None
+    try:
+        with FakeOpenAI(slow(2.0)) as server:  # 11 requests of 2 s, one at a time
+            args = judge_args(sample_warehouse, server.base_url)
+            proc = run_to_files(tmp_path, args, env, new_session=True)  # it starts the local server
+            deadline = time.monotonic() + 300
+            while not any(PROGRESS_LINE.match(line) for line in (tmp_path / "err.txt").read_text().splitlines()):
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+                time.sleep(0.2)
+            stopped = subprocess.run(
+                [sys.executable, "-m", "cli.main", "server", "stop"], cwd=ROOT, env=env, capture_output=True, text=True
+            )
+            assert stopped.stdout == f"stopped: {local.url}\n", stopped.stderr
+            code = proc.wait(timeout=120)  # Prefect's retries held it for 10 minutes
+        assert session_processes(proc.pid) == []
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        local.stop()
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    assert (code, lines[-1]) == (
+        1,
+        f"error: the Prefect server at {local.url} went away during the command (nothing listens there now): what "
+        "was answered is kept in the warehouse (`peras runs list` says whether the run was published); start it "
+        f"again (`peras server start`), then re-run `{' '.join(['peras', *args])}` to resume",
+    ), lines
+    assert all(PROGRESS_LINE.match(line) or ESTIMATE_LINE.match(line) for line in lines[2:-1]), lines

@@ -82,6 +82,9 @@ def start() -> None:
 def stop() -> None:
     """Stop the local Prefect server peras started (runs and deployments stay in its home for next time).
 
+    Only the process recorded in server.pid, checked against the start time and command line recorded with it: a
+    stale file (the server died, the machine rebooted) is removed, and no other process is ever signalled.
+
     \b
     Example:
         peras server stop
