@@ -265,7 +265,10 @@ def process_identity(pid: int) -> tuple[str, str] | None:
 
 def _ps_identity(pid: int) -> tuple[str, str] | None:
     """What `process_identity` reads where there is no /proc (macOS): ps's start date and command line."""
-    done = subprocess.run(["ps", "-p", str(pid), "-o", "lstart=", "-o", "command="], capture_output=True, text=True)
+    try:
+        done = subprocess.run(["ps", "-p", str(pid), "-o", "lstart=", "-o", "command="], capture_output=True, text=True)
+    except OSError:  # no ps either: nothing to check against, so nothing is taken for the server
+        return None
     line = done.stdout.strip()
     return (line[:24], line[24:].strip()) if done.returncode == 0 and line else None
 

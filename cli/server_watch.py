@@ -11,6 +11,7 @@ Ctrl-C does (what was answered is kept) and, once unwound or GRACE_S later, ends
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import signal
@@ -50,6 +51,7 @@ def _watch(url: str, restart: str, stop: threading.Event) -> None:
                 f"what was answered is kept in the warehouse (`peras runs list` says whether the run was published); "
                 f"{restart}, then re-run `{this_command()}` to resume"
             )
+            logging.raiseExceptions = False  # Prefect's log worker would print "Error logging to API" at each send
             # as Ctrl-C: to the main thread itself, so that a call it waits in is interrupted too
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
             if not stop.wait(GRACE_S):
