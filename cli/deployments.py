@@ -163,10 +163,9 @@ def check_entrypoints(specs: list[DeploymentSpec]) -> None:
 
 def api_url() -> str:
     """The Prefect server's API URL, after checking that it answers."""
-    import httpx
     from prefect.settings import get_current_settings
 
-    from cli.prefect_server import LocalServer
+    from cli.prefect_server import LocalServer, check_api
 
     local = LocalServer.configured().url
     url = get_current_settings().api.url
@@ -174,15 +173,7 @@ def api_url() -> str:
         raise PerasError(
             f"deployments need a lasting Prefect server: unset PERAS_PREFECT_SERVER to use the local one ({local})"
         )
-    try:
-        healthy = httpx.get(f"{url.rstrip('/')}/health", timeout=5).status_code == 200
-    except httpx.HTTPError:
-        healthy = False
-    if not healthy:
-        raise PerasError(
-            f"no Prefect server answers at {url} (PREFECT_API_URL): start it, or unset PREFECT_API_URL to use "
-            f"the local server ({local})"
-        )
+    check_api(url)
     return url
 
 

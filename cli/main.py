@@ -8,7 +8,6 @@ import gc
 import importlib
 import inspect
 import os
-import shlex
 import signal
 import sys
 import types
@@ -27,7 +26,9 @@ if not {"PREFECT_FLOWS", "PREFECT_FLOWS_HEARTBEAT_FREQUENCY"} & set(os.environ):
 
 import click
 
+from cli import server_watch
 from cli.commands import COMMAND_MODULES
+from cli.server_watch import this_command
 from peras.errors import PerasError, mask_secrets, one_line
 
 ASYNC_CODE = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
@@ -114,16 +115,11 @@ def stop_line(cause: BaseException | None) -> NoReturn:
     fail("aborted", 130)
 
 
-def this_command() -> str:
-    """The command line as typed, to run again, its passwords masked (a lake's `password=`; a URL's, with every other
-    secret, by `mask_secrets`)."""
-    from peras.lake import redacted  # imports DuckDB: only when a command stops
-
-    return mask_secrets(shlex.join(["peras", *(redacted(arg) for arg in sys.argv[1:])]))
-
-
 def fail(message: str, code: int) -> NoReturn:
-    """Print `message` as one capped line on stderr and exit with `code`."""
+    """Print `message` as one capped line on stderr and exit with `code` (a command whose Prefect server went away:
+    why, instead, and at once: cli/server_watch.py)."""
+    if server_watch.gone_line() is not None:
+        server_watch.end()
     release_frames()
     click.echo(one_line(mask_secrets(message)), err=True)
     sys.exit(code)

@@ -7,7 +7,8 @@ loopback port 4200 (PERAS_PREFECT_PORT), log in HOME/server.log. A server on tha
 (another user's, another checkout's) is never used: peras says so and starts its own on the next free port, and
 remembers it (HOME/server.port) for the next commands. The UI is told the same port (its /ui-settings api_url).
 PERAS_PREFECT_SERVER=ephemeral keeps Prefect's temporary server instead (CI), retried once with a longer start-up
-timeout.
+timeout. HOME/server.pid holds the server's id, start time and command line, all checked before it is signalled.
+While a command runs its flows, cli/server_watch.py ends it in one line if its server goes away.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.server_watch import watching
 from peras.errors import PerasError, UsageError
 
 MODE_ENV = "PERAS_PREFECT_SERVER"  # local (default) | ephemeral
@@ -33,6 +35,7 @@ MODES = ("local", "ephemeral")
 DEFAULT_PORT = 4200  # Prefect's own default: the UI is where Prefect's docs say it is
 START_TIMEOUT_S = 120.0  # `prefect server start` takes ~18 s on 2 idle cores, much longer on loaded ones
 EPHEMERAL_RETRY_TIMEOUT_S = 90
+API_CHECK_TIMEOUT_S = 10.0  # PREFECT_API_URL's /health, before a command uses it (a remote server may be slow)
 EPHEMERAL_HINT = (
     "start the reusable local server with `peras server start` (or unset PERAS_PREFECT_SERVER), "
     "or set PREFECT_API_URL to a running server, then re-run"
@@ -59,6 +62,7 @@ class LocalServer:
         """The server PERAS_PREFECT_HOME and PERAS_PREFECT_PORT describe (defaults: ~/.cache/peras/prefect, 4200),
         on the port it moved to if that one was taken when peras started it (and it still runs)."""
         home = Path(os.environ.get(HOME_ENV) or Path.home() / ".cache" / "peras" / "prefect").expanduser()
+        check_home(HOME_ENV, home)
         raw_port = os.environ.get(PORT_ENV) or str(DEFAULT_PORT)
         if not raw_port.isdigit() or not 0 < int(raw_port) < 65536:
             raise UsageError(f"bad setting {PORT_ENV}={raw_port!r}: a TCP port number")
@@ -101,21 +105,34 @@ class LocalServer:
 
     def healthy(self, timeout_s: float = 2.0) -> bool:
         """A Prefect API answers /api/health on the port."""
-        import httpx
-
-        try:  # never through HTTP_PROXY: it is on loopback
-            return httpx.get(f"{self.url}/health", timeout=timeout_s, trust_env=False).status_code == 200
-        except httpx.HTTPError:
-            return False
+        return probe(self.url, timeout_s, trust_env=False) == "prefect"  # never through HTTP_PROXY: on loopback
 
     def pid(self) -> int | None:
-        """The process peras started, if it is still alive."""
+        """The process peras started, if it is still alive: the id in HOME/server.pid, checked against the start time
+        and command line recorded with it (an id is reused once its process is gone: never signal another process)."""
         try:
-            pid = int(self.pid_file.read_text().strip())
-            os.kill(pid, 0)
-        except (OSError, ValueError):
+            recorded = self.pid_file.read_text().splitlines()
+            pid = int(recorded[0])
+        except (OSError, ValueError, IndexError):
             return None
-        return pid
+        found = process_identity(pid)
+        if found is None:
+            return None
+        started, command = found
+        if len(recorded) >= 3:  # pid, start time, command line
+            return pid if (started, command) == (recorded[1], recorded[2]) else None
+        # written by an older peras (the id alone): the command line must be this server's
+        return pid if command.split()[1:] == self._command()[1:] else None
+
+    def forget_stale(self, echo: Callable[[str], None]) -> None:
+        """Remove HOME/server.pid (and server.port) when it names no running server peras started, and say so."""
+        if not self.pid_file.exists() or self.pid() is not None:
+            return
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stale = int(self.pid_file.read_text().split()[0])
+            echo(f"removed the stale {self.pid_file}: process {stale} is not the Prefect server peras started")
+        self.pid_file.unlink(missing_ok=True)
+        self.port_file.unlink(missing_ok=True)
 
     def ensure(self, echo: Callable[[str], None]) -> tuple[LocalServer, bool]:
         """Make peras' server answer: reuse it if it does, else start it and wait. The server (on another port if
@@ -126,6 +143,7 @@ class LocalServer:
         # two commands started together: the second waits for the first's server instead of starting another
         with (self.home / "server.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            self.forget_stale(echo)
             server = self.resolved()  # the first may have moved it to another port meanwhile
             if server.pid() is not None and server.healthy():
                 return server, False
@@ -162,9 +180,10 @@ class LocalServer:
             "PREFECT_SERVER_UI_API_URL": self.url,
             "PREFECT_LOGGING_LEVEL": "WARNING",
         }
+        command = self._command()
         with self.log.open("w") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
+                command,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -172,9 +191,14 @@ class LocalServer:
                 cwd=self.home,
                 start_new_session=True,  # outlives this command, and Ctrl-C in the terminal does not reach it
             )
-        self.pid_file.write_text(f"{proc.pid}\n")
+        # the start time stays the process's own across exec; the command line is the one it runs after it
+        started = process_identity(proc.pid)
+        self.pid_file.write_text(f"{proc.pid}\n{started[0] if started else ''}\n{' '.join(command)}\n")
         self.port_file.write_text(f"{asked_port} {self.port}\n")
         proc.returncode = 0  # detached on purpose: no "still running" warning when this object goes away
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(self.port)]
 
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -205,6 +229,48 @@ class LocalServer:
         self.pid_file.unlink(missing_ok=True)
         self.port_file.unlink(missing_ok=True)
         return True
+
+
+def probe(url: str, timeout_s: float = 2.0, trust_env: bool = True) -> str | None:
+    """What answers at a Prefect API URL: `prefect` (its /health says `true`), `page` (not JSON: a web page),
+    `other` (another JSON answer: another program's API, or a server that wants a key), or None (nothing listens,
+    or it does not answer in time)."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/health", timeout=timeout_s, trust_env=trust_env)
+    except httpx.HTTPError:
+        return None
+    try:
+        return "prefect" if response.status_code == 200 and response.json() is True else "other"
+    except ValueError:
+        return "page"
+
+
+def process_identity(pid: int) -> tuple[str, str] | None:
+    """(start time, command line) of a live process, or None when there is none with this id."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        if Path("/proc/self/stat").exists():
+            return None  # Linux: no such process
+        return _ps_identity(pid)
+    except OSError:
+        return None
+    # field 22, clock ticks after boot; fields counted after the command name, which may hold spaces
+    started = stat[stat.rindex(")") + 2 :].split()[19]
+    return started, command.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+
+
+def _ps_identity(pid: int) -> tuple[str, str] | None:
+    """What `process_identity` reads where there is no /proc (macOS): ps's start date and command line."""
+    try:
+        done = subprocess.run(["ps", "-p", str(pid), "-o", "lstart=", "-o", "command="], capture_output=True, text=True)
+    except OSError:  # no ps either: nothing to check against, so nothing is taken for the server
+        return None
+    line = done.stdout.strip()
+    return (line[:24], line[24:].strip()) if done.returncode == 0 and line else None
 
 
 def port_taken(port: int) -> bool:
@@ -239,17 +305,47 @@ def prefect_api(echo: Callable[[str], None]) -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
     keep_loopback_direct()
-    if get_current_settings().api.url:
-        yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
+    if url := get_current_settings().api.url:
+        check_api(url)
+        with watching(url, restart="start it again"):
+            yield  # PREFECT_API_URL (environment or Prefect profile): the user's own server
         return
     if mode() == "ephemeral":
+        check_home("PREFECT_HOME", get_current_settings().home)  # the temporary server's database is there
         start_ephemeral(echo)
         yield
         return
     server, _ = LocalServer.configured().ensure(echo)
     os.environ["PREFECT_API_URL"] = server.url  # child processes (embedded model, workers) inherit it
-    with temporary_settings(updates={PREFECT_API_URL: server.url}):
+    restart = "start it again (`peras server start`)"
+    with temporary_settings(updates={PREFECT_API_URL: server.url}), watching(server.url, restart):
         yield
+
+
+def check_api(url: str) -> None:
+    """One line, in seconds, when PREFECT_API_URL names no Prefect server: nothing answers there, or a web page does."""
+    found = probe(url, timeout_s=API_CHECK_TIMEOUT_S)
+    if found in ("prefect", "other"):  # `other`: a JSON answer (a server asking for a key): Prefect's client says more
+        return
+    local = f"the local server ({LocalServer.configured().url})"
+    if found is None:
+        raise PerasError(
+            f"no Prefect server answers at {url} (PREFECT_API_URL): start it, or unset PREFECT_API_URL to use {local}"
+        )
+    raise UsageError(
+        f"{url} (PREFECT_API_URL) answers with a web page, not as a Prefect API: set it to a Prefect server's API "
+        f"URL (http://HOST:PORT/api), or unset it to use {local}"
+    )
+
+
+def check_home(setting: str, home: Path) -> None:
+    """A Prefect home (created if missing) must be a directory: else one line naming the file in the way."""
+    in_the_way = next((p for p in (home, *home.parents) if p.exists() and not p.is_dir()), None)
+    if in_the_way is not None:
+        raise UsageError(
+            f"bad setting {setting}={str(home)!r}: {in_the_way} is a file, not a directory; name a directory "
+            "(created if missing)"
+        )
 
 
 def keep_loopback_direct() -> None:

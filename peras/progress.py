@@ -12,6 +12,7 @@ check; the flow log still gets the stage lines.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import sys
 import threading
 import time
@@ -156,7 +157,7 @@ def asking(
 ) -> Iterator[Counts]:
     """Counts for the block, shown while it runs: in place on a terminal, else a line every `interval_s` (0: none).
     `on_tick(counts)` runs every `interval_s` too, from a thread of its own (the Prefect artifact: its client is
-    synchronous there, never on the engine's event loop).
+    synchronous there, never on the engine's event loop) that runs in the caller's context (contextvars).
 
     A watched run that ends (or is stopped) prints its last line, so a log always holds the final counts.
     """
@@ -173,7 +174,12 @@ def asking(
     stop = threading.Event()
     thread = None
     if interval_s > 0 and (lines or on_tick is not None):
-        thread = threading.Thread(target=lambda: _every(stop, interval_s, tick), name="peras-progress", daemon=True)
+        # In the caller's context: a plain thread does not see the command's Prefect settings (its server), and a
+        # Prefect client there would start a temporary server of its own that outlives the command.
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(_every, stop, interval_s, tick), name="peras-progress", daemon=True
+        )
         thread.start()
     try:
         if _watched and _enabled:

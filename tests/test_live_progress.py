@@ -6,11 +6,13 @@ the progress to show.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import re
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,7 +21,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from cli.prefect_server import LocalServer
 from support.fake_openai import FakeOpenAI, Reply, instant
+from support.prefect_server import free_port
 from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.integration
@@ -100,10 +104,19 @@ def test_demo_on_a_terminal_shows_stage_lines_and_live_counts_before_it_ends(tmp
     assert "880/880" in text  # the bar ends full
 
 
-def run_to_files(tmp_path: Path, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """`peras ARGS` with stdout and stderr to files, as in a log or CI."""
+def run_to_files(
+    tmp_path: Path, args: list[str], env: dict[str, str], new_session: bool = False
+) -> subprocess.Popen[bytes]:
+    """`peras ARGS` with stdout and stderr to files, as in a log or CI (in a session of its own if `new_session`)."""
     out, err = (tmp_path / "out.txt").open("wb"), (tmp_path / "err.txt").open("wb")
-    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=ROOT, env=env, stdout=out, stderr=err)
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli.main", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=out,
+        stderr=err,
+        start_new_session=new_session,
+    )
 
 
 def test_a_judge_writing_to_a_file_prints_a_progress_line_every_interval(tmp_path, sample_warehouse):
@@ -190,3 +203,118 @@ def test_a_stopped_run_resume_line_masks_the_password_of_its_base_url(tmp_path, 
     # nowhere: not on the terminal, in the warehouse, its shards and snapshot, nor in Prefect's database and logs
     assert files_holding(tmp_path, password.encode()) == []
     assert files_holding(Path(os.environ["PREFECT_HOME"]), password.encode()) == []
+
+
+def session_processes(session: int) -> list[str]:
+    """The command lines of the live processes of a session (what a command started and did not detach)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(stat[stat.rindex(")") + 2 :].split()[3]) == session:
+                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+    return found
+
+
+# How the command finds its Prefect server: the local server peras starts (and keeps, in a session of its own),
+# Prefect's temporary one in the command's process (PERAS_PREFECT_SERVER=ephemeral), the user's PREFECT_API_URL.
+MODES = ["local", "ephemeral", "api-url"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_process_of_a_command_outlives_it_and_its_progress_artifact_is_on_its_server(
+    tmp_path, sample_warehouse, prefect_server, mode
+):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(tmp_path / "client-home"),
+        "PERAS_PREFECT_HOME": str(tmp_path / "server-home"),
+        "PERAS_PREFECT_PORT": str(free_port()),
+        "PERAS_PROGRESS_INTERVAL_S": "1",  # the run (11 requests of 1 s) takes several intervals
+        # a loaded machine, where Prefect's temporary server does not answer in time (20 s by default): each progress
+        # tick started one (a thread without the command's settings) and left it running (issue 48 item 7)
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0",
+    }
+    env |= {"ephemeral": {"PERAS_PREFECT_SERVER": "ephemeral"}, "api-url": {"PREFECT_API_URL": prefect_server}}.get(
+        mode, {}
+    )
+    local = LocalServer(Path(env["PERAS_PREFECT_HOME"]), int(env["PERAS_PREFECT_PORT"]))
+    proc = None
+    try:
+        with FakeOpenAI(slow(1.0)) as server:
+            proc = run_to_files(tmp_path, judge_args(sample_warehouse, server.base_url), env, new_session=True)
+            assert proc.wait(timeout=400) == 0, (tmp_path / "err.txt").read_text()
+        deadline = time.monotonic() + 10  # a child told to stop as the command ended may take a moment
+        while session_processes(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert session_processes(proc.pid) == []
+        run = (tmp_path / "out.txt").read_text().split(":")[0]
+        key = f"judge-progress-{run_id_of(sample_warehouse, run)}"
+        assert artifacts_of(mode, key, local.url if mode == "local" else prefect_server, tmp_path) == [
+            (100.0, f"judge run {run}: 6 of 6 items done; requests 11 asked, 11 answered, 0 failed")
+        ]
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what the command left, if anything
+        local.stop()
+
+
+def run_id_of(warehouse: Path, run: str) -> str:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute("select run_id from judge_runs where run_name = ?", [run]).fetchone()[0]
+    finally:
+        con.close()
+
+
+def artifacts_of(mode: str, key: str, url: str, tmp_path: Path) -> list[tuple[float, str]]:
+    """(progress, description) of the artifacts with this key on the server the command ran its flows on."""
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if mode == "ephemeral":  # the command's temporary server ended with it: its database is in the Prefect home
+        with contextlib.closing(sqlite3.connect(tmp_path / "client-home" / "prefect.db")) as db:
+            found = db.execute("select data, description from artifact where key = ?", [key]).fetchall()
+        return [(float(data), description) for data, description in found]
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        return [(artifact.data, artifact.description) for artifact in progress_artifacts(key)]
+
+
+def test_a_command_whose_prefect_server_is_stopped_while_it_asks_ends_in_one_line(tmp_path, sample_warehouse):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(tmp_path / "client-home"),
+        "PERAS_PREFECT_HOME": str(tmp_path / "server-home"),
+        "PERAS_PREFECT_PORT": str(free_port()),
+        "PERAS_PROGRESS_INTERVAL_S": "0.5",
+    }
+    local = LocalServer(Path(env["PERAS_PREFECT_HOME"]), int(env["PERAS_PREFECT_PORT"]))
+    proc = None
+    try:
+        with FakeOpenAI(slow(2.0)) as server:  # 11 requests of 2 s, one at a time
+            args = judge_args(sample_warehouse, server.base_url)
+            proc = run_to_files(tmp_path, args, env, new_session=True)  # it starts the local server
+            deadline = time.monotonic() + 300
+            while not any(PROGRESS_LINE.match(line) for line in (tmp_path / "err.txt").read_text().splitlines()):
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.txt").read_text()
+                time.sleep(0.2)
+            stopped = subprocess.run(
+                [sys.executable, "-m", "cli.main", "server", "stop"], cwd=ROOT, env=env, capture_output=True, text=True
+            )
+            assert stopped.stdout == f"stopped: {local.url}\n", stopped.stderr
+            code = proc.wait(timeout=120)  # Prefect's retries held it for 10 minutes
+        assert session_processes(proc.pid) == []
+    finally:
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        local.stop()
+    lines = (tmp_path / "err.txt").read_text().splitlines()
+    assert (code, lines[-1]) == (
+        1,
+        f"error: the Prefect server at {local.url} went away during the command (nothing listens there now): what "
+        "was answered is kept in the warehouse (`peras runs list` says whether the run was published); start it "
+        f"again (`peras server start`), then re-run `{' '.join(['peras', *args])}` to resume",
+    ), lines
+    # nothing else (Prefect's "Error logging to API" among them); click ends the line first
+    assert all(PROGRESS_LINE.match(line) or ESTIMATE_LINE.match(line) or line == "" for line in lines[2:-1]), lines

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +253,149 @@ def deployments(url: str) -> list[tuple[str, str]]:
     found = httpx.post(f"{url}/deployments/filter", json={}, timeout=10, trust_env=False).json()
     flows = {f["id"]: f["name"] for f in httpx.post(f"{url}/flows/filter", json={}, timeout=10, trust_env=False).json()}
     return sorted((flows[d["flow_id"]], d["name"]) for d in found)
+
+
+@pytest.fixture
+def other_process() -> Iterator[subprocess.Popen[bytes]]:
+    """A live process that is not a Prefect server (in a group of its own), its id as a stale server.pid may hold."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def server_home(monkeypatch, tmp_path: Path) -> LocalServer:
+    """The local server's settings, private to the test: its home and a port where nothing listens."""
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(free_port()))
+    (tmp_path / "home").mkdir()
+    return LocalServer.configured()
+
+
+# what a server.pid may hold once its server is gone and the id was given to another process
+STALE = {
+    "id alone (an older peras)": lambda pid: f"{pid}\n",
+    "id, start time, command": lambda pid: f"{pid}\n1\n{sys.executable} -m prefect server start --port 4200\n",
+}
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("written", STALE.values(), ids=STALE.keys())
+@pytest.mark.parametrize("command", ["status", "stop"])
+def test_a_stale_pid_file_naming_another_process_is_removed_and_that_process_is_never_signalled(
+    capsys, server_home, other_process, written, command
+):
+    server_home.pid_file.write_text(written(other_process.pid))
+    server_home.port_file.write_text(f"{server_home.port} {server_home.port}\n")
+    result = run_cli(capsys, "server", command)
+    said = {
+        "status": f"not running: the next command that runs a flow starts it on {server_home.url} "
+        f"(home {server_home.home})\n",
+        "stop": f"not running: {server_home.url}\n",
+    }[command]
+    assert (result.exit_code, result.out, result.err) == (
+        0,
+        said,
+        f"removed the stale {server_home.pid_file}: process {other_process.pid} is not the Prefect server peras "
+        "started\n",
+    )
+    assert not server_home.pid_file.exists() and not server_home.port_file.exists()
+    assert other_process.poll() is None  # never signalled (the old `stop` sent SIGTERM, waited, then SIGKILL)
+
+
+@pytest.mark.core
+def test_a_port_answering_a_web_page_is_not_taken_for_a_prefect_server(capsys, monkeypatch, server_home):
+    with web_page() as port:
+        monkeypatch.setenv("PERAS_PREFECT_PORT", str(port))
+        status = run_cli(capsys, "server", "status")
+        stop = run_cli(capsys, "server", "stop")
+    assert (status.exit_code, status.out, status.err) == (
+        0,
+        f"not running: port {port} answers, but not as a Prefect server (another program): the next command that "
+        "runs a flow starts peras' own on the next free port\n",
+        "",
+    )
+    assert (stop.exit_code, stop.out) == (0, f"not running: http://127.0.0.1:{port}/api\n")
+
+
+@contextlib.contextmanager
+def web_page() -> Iterator[int]:
+    """A loopback web server answering every GET with 200 and a page (as a proxy's or a dashboard's would): its port."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = b"<html><body>Welcome</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("there", ["nothing", "a web page"])
+def test_prefect_api_url_naming_no_prefect_server_is_one_line_at_once(capsys, monkeypatch, tmp_path, there):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    local = free_port()
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(local))
+    with contextlib.ExitStack() as stack:
+        port = free_port() if there == "nothing" else stack.enter_context(web_page())
+        url = f"http://127.0.0.1:{port}/api"
+        monkeypatch.setenv("PREFECT_API_URL", url)
+        stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
+        result = run_cli(capsys, "ingest", "sample", "--warehouse", str(tmp_path / "peras.duckdb"))
+    hint = f"unset PREFECT_API_URL to use the local server (http://127.0.0.1:{local}/api)\n"
+    assert (result.exit_code, result.out, result.err) == {
+        "nothing": (1, "", f"error: no Prefect server answers at {url} (PREFECT_API_URL): start it, or {hint}"),
+        "a web page": (
+            2,
+            "",
+            f"error: {url} (PREFECT_API_URL) answers with a web page, not as a Prefect API: set it to a Prefect "
+            f"server's API URL (http://HOST:PORT/api), or {hint.replace('unset PREFECT_API_URL', 'unset it')}",
+        ),
+    }[there]
+    assert not (tmp_path / "peras.duckdb").exists()
+
+
+@pytest.mark.core
+@pytest.mark.parametrize("setting", ["PERAS_PREFECT_HOME", "PREFECT_HOME"])
+def test_a_prefect_home_that_is_a_file_is_one_line(capsys, monkeypatch, tmp_path, setting):
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, temporary_settings
+
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory\n")
+    monkeypatch.delenv("PREFECT_API_URL")
+    monkeypatch.setenv("PERAS_PREFECT_HOME", str(tmp_path / "server-home"))
+    monkeypatch.setenv("PERAS_PREFECT_PORT", str(free_port()))
+    updates = {}
+    if setting == "PERAS_PREFECT_HOME":  # the local server's
+        monkeypatch.setenv("PERAS_PREFECT_HOME", str(afile / "prefect"))
+    else:  # Prefect's own: the temporary server's database is there
+        monkeypatch.setenv("PERAS_PREFECT_SERVER", "ephemeral")
+        updates = {PREFECT_HOME: str(afile)}
+    with temporary_settings(updates=updates, restore_defaults={PREFECT_API_URL}):
+        result = run_cli(capsys, "ingest", "sample", "--warehouse", str(tmp_path / "peras.duckdb"))
+    named = afile / "prefect" if setting == "PERAS_PREFECT_HOME" else afile
+    assert (result.exit_code, result.out, result.err) == (
+        2,
+        "",
+        f"error: bad setting {setting}={str(named)!r}: {afile} is a file, not a directory; name a directory "
+        "(created if missing)\n",
+    )
+    assert not (tmp_path / "server-home").exists() and not (tmp_path / "peras.duckdb").exists()

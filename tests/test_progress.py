@@ -115,3 +115,24 @@ def test_before_any_item_is_done_the_eta_is_a_lower_bound_from_the_answered_requ
     assert counts.eta() == ">= 1 h 17 min"  # 770 items left, at least a request each, at 10 a minute
     counts.item_done()
     assert counts.eta() == "161 h 09 min"  # then items: 879 left at one per 11 minutes
+
+
+def test_the_tick_thread_sees_the_commands_prefect_settings():
+    # The command points Prefect at its server in its own context (cli/prefect_server.prefect_api); a plain thread
+    # sees Prefect's import-time settings instead (no API URL): its client would start a temporary server of its own
+    # that outlives the command, and the progress artifact would go there (issue 48 item 7).
+    import threading
+
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    seen: list[str | None] = []
+    ticked = threading.Event()
+
+    def on_tick(counts: progress.Counts) -> None:
+        seen.append(get_current_settings().api.url)
+        ticked.set()
+
+    url = "http://127.0.0.1:9/api"
+    with temporary_settings(updates={PREFECT_API_URL: url}), progress.asking("judge r", 1, 0.01, on_tick=on_tick):
+        assert ticked.wait(30)
+    assert set(seen) == {url}

@@ -6,7 +6,12 @@ import os
 
 import click
 
-from cli.prefect_server import LocalServer
+from cli.prefect_server import LocalServer, probe
+
+
+def note(line: str) -> None:
+    """A remark beside the command's answer, on stderr."""
+    click.echo(line, err=True)
 
 
 @click.group()
@@ -36,8 +41,10 @@ def status() -> None:
         peras server status
     """
     local = LocalServer.configured()
+    local.forget_stale(note)
     pid = local.pid()
-    if local.healthy():
+    found = probe(local.url, trust_env=False)
+    if found == "prefect":
         who = f"pid {pid}" if pid is not None else "not started by peras"
         click.echo(f"running: {local.url} ({who}; UI {local.ui_url}; home {local.home}; log {local.log})")
         if pid is None:
@@ -46,6 +53,11 @@ def status() -> None:
             )
     elif pid is not None:
         click.echo(f"starting or not answering: {local.url} (pid {pid}; log {local.log})")
+    elif found is not None:
+        click.echo(
+            f"not running: port {local.port} answers, but not as a Prefect server (another program): the next "
+            "command that runs a flow starts peras' own on the next free port"
+        )
     else:
         click.echo(f"not running: the next command that runs a flow starts it on {local.url} (home {local.home})")
     if os.environ.get("PREFECT_API_URL"):
@@ -61,7 +73,7 @@ def start() -> None:
         peras server start
         export PREFECT_API_URL=http://127.0.0.1:4200/api     # for `prefect` commands and workers
     """
-    local, started = LocalServer.configured().ensure(echo=lambda line: click.echo(line, err=True))
+    local, started = LocalServer.configured().ensure(echo=note)
     click.echo(f"{'started' if started else 'already running'}: {local.url} (UI {local.ui_url}; log {local.log})")
     click.echo(f"for prefect commands and workers: export PREFECT_API_URL={local.url}")
 
@@ -70,11 +82,15 @@ def start() -> None:
 def stop() -> None:
     """Stop the local Prefect server peras started (runs and deployments stay in its home for next time).
 
+    Only the process recorded in server.pid, checked against the start time and command line recorded with it: a
+    stale file (the server died, the machine rebooted) is removed, and no other process is ever signalled.
+
     \b
     Example:
         peras server stop
     """
     local = LocalServer.configured()
+    local.forget_stale(note)
     if local.stop():
         click.echo(f"stopped: {local.url}")
     elif local.healthy():
