@@ -30,4 +30,5 @@ COMMAND_MODULES = {
     "holes": "evaluate",
     "batch": "batch",
     "ask": "ask",
+    "assess": "assess",
 }
