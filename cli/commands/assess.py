@@ -122,6 +122,45 @@ def export(settings: Settings, plan_name: str, fmt: str, output: Path, show_llm:
     click.echo(f"{output}: {stored.pairs.height:,} pairs of plan {plan_name} ({fmt})")
 
 
+@assess.command("serve")
+@click.argument("plan_name", metavar="PLAN")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Where to listen (other than loopback: shared).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8751, show_default=True)
+@click.option("--overlap", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="How many assessors get each pair (2 or more: for their agreement).")  # fmt: skip
+@click.option("--show-llm", is_flag=True, help="Show the judge's label beside each pair (anchors the assessor).")
+@click.option("--token", help="A secret every label must carry (open the page as /?token=T).")
+@settings_options
+def serve(
+    settings: Settings, plan_name: str, host: str, port: int, overlap: int, show_llm: bool, token: str | None
+) -> None:
+    """Serve the assessor page of a plan: one pair at a time, the query, the passage and the judges' 0-3 scale;
+    the keys 0-3 label and move on, s skips, u undoes. Each label is written to the warehouse as it is given.
+    Two assessors never get the same pair unless --overlap. One server per plan.
+
+    \b
+    Examples:
+        peras assess serve sample-default-random
+        peras assess serve dl19-people --host 0.0.0.0 --port 8080 --token s3cret --overlap 2
+    """
+    import uvicorn
+
+    from tasks.assess.desk import Desk
+    from tasks.assess.server import app, exposure_warning, serving_lock
+    from tasks.assess.tasks import read_plan
+
+    stored = read_plan(settings.warehouse, plan_name)
+    desk = Desk(settings.warehouse, stored.row["plan_id"], overlap, show_llm)
+    with serving_lock(settings.local_dir, stored.row["plan_id"], plan_name):
+        warning = exposure_warning(host, port, token)
+        if warning:
+            click.echo(warning, err=True)
+        shown = f"[{host}]" if ":" in host else host
+        query = f"?token={token}" if token else ""
+        click.echo(f"assessor page of plan {plan_name}: http://{shown}:{port}/{query} (Ctrl-C stops)", err=True)
+        uvicorn.run(app(desk, plan_name, token), host=host, port=port, log_level="warning")
+
+
 def export_hybrid(settings: Settings, plan_name: str, labels: dict[str, Any], output: Path) -> None:
     """`peras export-qrels --hybrid PLAN`: human labels where given, the plan's judge run's elsewhere."""
     from flows.assess import export_hybrid_qrels
