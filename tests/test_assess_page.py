@@ -203,3 +203,26 @@ def test_the_server_checks_the_token_and_the_pair_on_every_write(plan8):
 )  # fmt: skip
 def test_a_page_shared_beyond_this_machine_says_who_can_label(host, token, warning):
     assert exposure_warning(host, 8751, token) == warning
+
+
+@pytest.mark.integration
+def test_a_pair_goes_to_one_assessor_unless_overlap_and_a_skipped_pair_to_another(plan8):
+    from tasks.assess.desk import Desk
+    from tasks.assess.tasks import read_plan
+
+    plan = read_plan(plan8.warehouse, "people")
+    order = [f"{q}/{d}" for q, d in plan.pairs.select("query_id", "doc_id").iter_rows()]
+    one = Desk(plan8.warehouse, plan.row["plan_id"], overlap=1)
+
+    def given(desk: Desk, name: str) -> str:
+        pair = desk.next(name)["pair"]
+        return f"{pair['query_id']}/{pair['doc_id']}"
+
+    assert [given(one, "ana"), given(one, "bo")] == order[:2]
+    assert given(one, "ana") == order[0]  # not answered yet: the same pair again
+    one.skip("ana", *order[0].split("/"))
+    assert given(one, "ana") == order[2]
+    assert given(one, "cy") == order[0]  # ana skipped it: free for another
+    two = Desk(plan8.warehouse, plan.row["plan_id"], overlap=2)
+    assert given(two, "dan") == order[0]  # held by cy alone (ana skipped it): with overlap 2, one more may have it
+    assert given(two, "ed") == order[1]  # the first is held by two now; the second by bo alone
