@@ -23,12 +23,13 @@ def assess_plan(
     strategy: str = "random",
     name: str | None = None,
     seed: int = 42,
+    run_files: list[str] | None = None,
     settings: Settings | None = None,
 ) -> dict[str, Any]:
     """Pick the pairs of a judge run's pool to send to people, up to the budget, and store them as plan `name`
     (a plan that exists grows to the budget: the pairs it holds stay, none is picked twice)."""
     settings = settings or load_settings()
-    plan = load_plan(settings, name or f"{run}-{strategy}", collection, run, strategy, seed)
+    plan = load_plan(settings, name or f"{run}-{strategy}", collection, run, strategy, seed, run_files)
     added = pick_pairs(plan, budget)
     summary = store_plan(settings, plan, added)
     publish_analyst_snapshot(settings)

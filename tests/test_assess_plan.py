@@ -12,7 +12,7 @@ import pytest
 from peras.errors import UsageError
 from tasks.assess.hybrid import hybrid_qrels
 from tasks.assess.label_files import check_labels, read_label_file
-from tasks.assess.plan import budget_size, next_pairs, ranked
+from tasks.assess.plan import budget_size, next_pairs, rank_spread, ranked
 from tasks.assess.rubric import rubric
 from tests.helpers import run_cli, snapshot
 from tests.test_evaluate import QRELS
@@ -193,6 +193,8 @@ def test_a_plan_picks_the_least_confident_pairs_and_grows_without_re_picking(pla
         (["assess", "plan", "sample", "--run", "elsewhere", "--budget", "4", "--strategy", "disagreement"],
          "judge run 'elsewhere' labels with one personality: --strategy disagreement has nothing to rank by; use "
          "--strategy low-confidence or random"),
+        (["assess", "plan", "sample", "--run", "elsewhere", "--budget", "4", "--strategy", "ranking-impact"],
+         "--strategy ranking-impact ranks by the systems' runs: give them with --run-file"),
         (["assess", "import", "nowhere.qrels", "--plan", "unsure"], "label file nowhere.qrels does not exist"),
         (["assess", "export", "nothing", "--output", "x.tsv"],
          "no assessment plan named 'nothing': make one with `peras assess plan`"),
@@ -240,3 +242,33 @@ def test_an_import_with_a_pair_outside_the_plan_stores_nothing(planned, capsys, 
         2, f"error: {path}:2: pair (q5, z1) is not in plan 'unsure' (1 such lines): label only its pairs\n"
     )  # fmt: skip
     assert snapshot(planned.warehouse) == before
+
+
+@pytest.mark.core
+def test_ranking_impact_weighs_a_pair_by_how_differently_the_systems_rank_it():
+    # Three systems on q1: a ranks x first, b ranks it 3rd, c not in its top 10; all rank y first.
+    runs = pl.DataFrame(
+        {"system": ["a", "b", "c", "a", "b", "c", "c"], "query_id": ["q1"] * 7,
+         "doc_id": ["x", "x", "x", "y", "y", "y", "z"], "rank": [1, 3, 11, 2, 1, 1, 2]}
+    )  # fmt: skip
+    spread = dict(((q, d), v) for q, d, v in rank_spread(runs, 3).iter_rows())
+    w = [1.0, 1 / math.log2(4), 0.0]  # x: ranks 1, 3 and outside the top 10
+    assert spread[("q1", "x")] == pytest.approx(abs(w[0] - w[1]) + abs(w[0] - w[2]) + abs(w[1] - w[2]))
+    y = [1 / math.log2(3), 1.0, 1.0]
+    assert spread[("q1", "y")] == pytest.approx(abs(y[0] - y[1]) + abs(y[0] - y[2]) + abs(y[1] - y[2]))
+    assert spread[("q1", "z")] == pytest.approx(2 * (1 / math.log2(3)))  # one system ranks it 2nd, two do not
+    pool = POOL.with_columns(rank_spread=pl.Series([0.0, 2.0, 0.5, 2.0, 1.0]))
+    assert ranked(pool, "ranking-impact", 42)["doc_id"].to_list()[:4] == ["d", "b", "e", "c"]  # d, b tie: the seed
+
+
+@pytest.mark.integration
+def test_ranking_impact_picks_the_pairs_one_system_ranks_highest(planned, capsys):
+    # The shipped two systems rank each judged pair they hold for one system only: the spread is its discount.
+    run_file = Path(__file__).resolve().parents[1] / "peras" / "data" / "sample" / "two-systems.run"
+    result = cli(capsys, planned, "assess", "plan", "sample", "--run", "elsewhere", "--budget", "3",
+                 "--strategy", "ranking-impact", "--run-file", str(run_file))  # fmt: skip
+    assert result.out == "plan elsewhere-ranking-impact (ranking-impact): 3 pairs added, 3 of a pool of 40\n"
+    sql = "select doc_id, pick_score from assess_pairs join assess_plans using (plan_id) "
+    picked = rows(planned, sql + "where plan_name = 'elsewhere-ranking-impact' order by pick_order")
+    assert {doc for doc, _ in picked[:2]} == {"e1", "a1"}  # ranked 1st by a system: weight 1
+    assert picked[2] == ("e2", pytest.approx(1 / math.log2(3)))  # ranked 2nd

@@ -11,7 +11,7 @@ import click
 from cli.common import run_flow, run_tags, settings_options
 from peras.settings import Settings
 
-STRATEGY_NAMES = ["random", "low-confidence", "disagreement"]
+STRATEGY_NAMES = ["random", "low-confidence", "disagreement", "ranking-impact"]
 
 
 @click.group()
@@ -35,20 +35,31 @@ def assess() -> None:
 @click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="random", show_default=True)
 @click.option("--name", "plan_name", help="The plan's name [<run>-<strategy>]; an existing plan grows to --budget.")
 @click.option("--seed", type=int, default=42, show_default=True, help="Orders the pairs the strategy ranks equal.")
+@click.option("--run-file", "run_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A system's TREC run (repeatable): what --strategy ranking-impact ranks by.")  # fmt: skip
 @settings_options
 def plan(
-    settings: Settings, collection: str, run_name: str, budget: str, strategy: str, plan_name: str | None, seed: int
+    settings: Settings,
+    collection: str,
+    run_name: str,
+    budget: str,
+    strategy: str,
+    plan_name: str | None,
+    seed: int,
+    run_files: tuple[str, ...],
 ) -> None:
     """Pick the pairs of a judge run's pool people should label, up to a budget, and store them as a plan.
 
     random: a seeded draw; low-confidence: the pairs the judge was least sure of; disagreement: the pairs its
-    personalities label most differently. Run again with a larger budget to extend the plan: the pairs it holds
-    stay, and a plan of 20 extended to 40 holds the same pairs as a plan of 40.
+    personalities label most differently; ranking-impact: the pairs whose label moves the systems of --run-file
+    apart most (minimal test collections' weight at nDCG@10). Run again with a larger budget to extend the plan:
+    the pairs it holds stay, and a plan of 20 extended to 40 holds the same pairs as a plan of 40.
 
     \b
     Examples:
         peras assess plan sample --run sample-default --budget 8 --strategy low-confidence
         peras assess plan dl19 --run dl19-personas --budget 5% --strategy disagreement --name dl19-people
+        peras assess plan dl19 --run dl19-judge --budget 100 --strategy ranking-impact --run-file runs/*.run
     """
     from flows.assess import assess_plan
 
@@ -61,6 +72,7 @@ def plan(
         strategy=strategy,
         name=plan_name,
         seed=seed,
+        run_files=list(run_files),
         settings=settings,
     )
     click.echo(

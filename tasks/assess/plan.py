@@ -39,8 +39,15 @@ STRATEGIES = {
             "the pairs whose labels differ most across the run's personalities (entropy of the labels, bits)",
             lambda pool: pl.col("label_entropy"),
         ),
+        Strategy(
+            "ranking-impact",
+            "the pairs whose label moves the systems of --run-file apart most (MTC's weight: the sum over system "
+            "pairs of the difference of their nDCG@10 discounts for the passage)",
+            lambda pool: pl.col("rank_spread"),
+        ),
     )
 }
+DEPTH = 10  # the ranks whose label changes nDCG@10
 
 
 def budget_size(budget: str, n_pool: int) -> int:
@@ -88,3 +95,17 @@ def next_pairs(pool: pl.DataFrame, planned: pl.DataFrame, strategy: str, seed: i
         pick_score="pick_score",
         llm_label=pl.col("llm_label").cast(pl.Int64),
     )
+
+
+def rank_spread(runs: pl.DataFrame, n_systems: int, depth: int = DEPTH) -> pl.DataFrame:
+    """[query_id, doc_id, rank_spread] for every pair a system ranks within `depth`: sum over system pairs of
+    |w_i - w_j|, w = 1/log2(rank + 1) within depth, else 0 (Carterette, Allan and Sitaraman 2006, minimal test
+    collections: how much the pair's label can change the difference of two systems' DCG)."""
+    top = runs.filter(pl.col("rank") <= depth).with_columns(weight=1.0 / (pl.col("rank").cast(pl.Float64) + 1).log(2))
+    spreads = []
+    for (query_id, doc_id), group in top.group_by("query_id", "doc_id"):
+        weights = np.sort(np.concatenate([group["weight"].to_numpy(), np.zeros(n_systems - group.height)]))
+        factors = 2 * np.arange(1, n_systems + 1) - n_systems - 1  # sum_{i<j} |w_i - w_j| of sorted weights
+        spreads.append((query_id, doc_id, float(weights @ factors)))
+    schema = {"query_id": pl.String, "doc_id": pl.String, "rank_spread": pl.Float64}
+    return pl.DataFrame(spreads, schema=schema, orient="row").sort("query_id", "doc_id")

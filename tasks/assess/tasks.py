@@ -17,8 +17,9 @@ from peras.settings import Settings
 from peras.sql import query_frame, query_rows, run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.assess.label_files import check_labels, read_label_file
-from tasks.assess.plan import STRATEGIES, budget_size, next_pairs
+from tasks.assess.plan import STRATEGIES, budget_size, next_pairs, rank_spread
 from tasks.shared.judge_runs import published_judge_run
+from tasks.shared.run_files import read_run_lines
 
 
 @dataclass(frozen=True)
@@ -37,14 +38,23 @@ class Plan:
 
 
 @task(cache_policy=NO_CACHE)
-def load_plan(settings: Settings, plan_name: str, collection_id: str, run_name: str, strategy: str, seed: int) -> Plan:
-    """The judge run's pool and the plan of that name, checked: the run judged the collection and is published,
-    a stored plan was made the same way, and the strategy has a signal in this run."""
+def load_plan(
+    settings: Settings,
+    plan_name: str,
+    collection_id: str,
+    run_name: str,
+    strategy: str,
+    seed: int,
+    run_files: list[str] | None = None,
+) -> Plan:
+    """The judge run's pool (with the run files' rank spread of each pair) and the plan of that name, checked: the
+    run judged the collection and is published, a stored plan was made the same way, and the strategy has a signal
+    in this run."""
     with open_migrated(settings.warehouse) as con:
         run_id, judged = published_judge_run(con, run_name)
         if judged != collection_id:
             raise UsageError(f"judge run {run_name!r} judged collection {judged!r}, not {collection_id!r}")
-        pool = query_frame(con, "assess/select_pool", {"run_id": run_id})
+        pool = with_spread(query_frame(con, "assess/select_pool", {"run_id": run_id}), run_files or [])
         n_personalities = query_rows(con, "assess/count_personalities", {"run_id": run_id})[0]["n_personalities"]
         found = query_rows(con, "assess/select_plan", {"plan_name": plan_name})
         stored = found[0] if found else None
@@ -52,10 +62,24 @@ def load_plan(settings: Settings, plan_name: str, collection_id: str, run_name: 
     asked = {"collection": collection_id, "judge run": run_name, "strategy": strategy, "seed": seed}
     check_same_plan(plan_name, stored, asked)
     check_signal(run_name, strategy, pool, n_personalities)
+    if strategy == "ranking-impact" and not run_files:
+        raise UsageError("--strategy ranking-impact ranks by the systems' runs: give them with --run-file")
     return Plan(plan_name, collection_id, run_id, run_name, strategy, seed, pool, stored, planned)
 
 
 PAIR_KEYS = {"query_id": pl.String, "doc_id": pl.String}
+
+
+def with_spread(pool: pl.DataFrame, run_files: list[str]) -> pl.DataFrame:
+    """The pool with each pair's rank spread over the systems of the run files (0: no system ranks it in the top)."""
+    missing = [path for path in run_files if not Path(path).is_file()]
+    if missing:
+        raise UsageError(f"run file {missing[0]} does not exist")
+    runs = read_run_lines([Path(path) for path in run_files]) if run_files else None
+    if runs is None or runs.is_empty():
+        return pool.with_columns(rank_spread=pl.lit(0.0))
+    spread = rank_spread(runs, runs["system"].n_unique())
+    return pool.join(spread, on=["query_id", "doc_id"], how="left").with_columns(pl.col("rank_spread").fill_null(0.0))
 
 
 def plan_pairs(con: Any, plan_id: str) -> pl.DataFrame:
