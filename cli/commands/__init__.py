@@ -32,4 +32,5 @@ COMMAND_MODULES = {
     "batch": "batch",
     "ask": "ask",
     "probes": "probes",
+    "assess": "assess",
 }

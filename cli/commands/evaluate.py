@@ -51,9 +51,10 @@ def label_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command("export-qrels")
-@click.option("--run", "run_name", required=True, help="The judge run (judged here or imported) whose labels to write.")
+@click.option("--run", "run_name", help="The judge run (judged here or imported) whose labels to write.")
 @label_options
 @click.option("--fill-from-human", is_flag=True, help="Keep every human label; LLM labels only where there is none.")
+@click.option("--hybrid", "plan", help="An assessment plan (docs/assess.md): its people's labels, its run's elsewhere.")
 @click.option("--output", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The qrels file.")
 @settings_options
 def export_qrels(
@@ -61,6 +62,7 @@ def export_qrels(
     run_name: str,
     labels: dict[str, Any],
     fill_from_human: bool,
+    plan: str | None,
     output: Path,
 ) -> None:
     """Write a judge run's labels as TREC qrels (`query_id 0 doc_id label`), and OUTPUT.confidence.tsv beside it.
@@ -72,7 +74,14 @@ def export_qrels(
     Examples:
         peras export-qrels --run sample-default --output sample.qrels
         peras export-qrels --run dl19-judge --aggregate majority --fill-from-human --output dl19-filled.qrels
+        peras export-qrels --hybrid sample-default-random --output sample-hybrid.qrels
     """
+    if plan is not None:
+        from cli.commands.assess import export_hybrid
+
+        return export_hybrid(settings, plan, labels, output)
+    if run_name is None:
+        raise UsageError("give --run (the judge run whose labels to write) or --hybrid (an assessment plan)")
     from flows.evaluate import export_qrels_flow
 
     summary = run_flow(

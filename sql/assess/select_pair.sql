@@ -1,0 +1,7 @@
+-- One pair of a plan with its texts and the judge run's label (none when the pair is not in the plan).
+select pairs.query_id, pairs.doc_id, pairs.llm_label, queries.text as query_text, passages.text as passage_text
+from assess_pairs as pairs
+inner join assess_plans as plans using (plan_id)
+left join queries on queries.collection_id = plans.collection_id and queries.query_id = pairs.query_id
+left join passages on passages.collection_id = plans.collection_id and passages.doc_id = pairs.doc_id
+where pairs.plan_id = $plan_id and pairs.query_id = $query_id and pairs.doc_id = $doc_id
