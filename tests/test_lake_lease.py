@@ -100,41 +100,40 @@ def test_two_claims_committed_at_once_on_a_lake_leave_one_holder_of_one_run(
     if run == "existing":  # a run claimed and ended before: both claims start it again
         runs.claim_run(settings, "w", toy_claim(), MODEL, "fake")
         lease.release(settings.warehouse, "toy", query(settings, "select toy_run_id from toy_runs")[0][0])
-    holders = [lease.this_process()]
+    holders = [lease.this_process()]  # who this process is, as leases name it: the last one
     monkeypatch.setattr(lease, "this_process", lambda: holders[-1])
     take, check = runs.take_lease, runs.check_lease
-    deferred: list[tuple] = []
+    deferred: list[tuple] = []  # the other's read-back, while it waits
+    claimed: list[bool] = []
 
-    def the_other_claims_first(con, *args):
-        if len(holders) == 1:
+    def the_others_read_back() -> None:
+        holders.append(another_process)
+        while deferred:
+            check(*deferred.pop())  # it holds the run: its claim committed first
+        holders.pop()
+
+    def the_other_claims_first(con, *args):  # this claim's take_lease: its transaction is open, its reads done
+        if not claimed:
+            claimed.append(True)
             holders.append(another_process)
-            if other_reads_back != READ_BACK[0]:
-                monkeypatch.setattr(runs, "check_lease", lambda *a: deferred.append(a))
-            try:
-                runs.claim_run(settings, "w", toy_claim(), MODEL, "fake")
-            finally:
-                holders.pop()
-                monkeypatch.setattr(runs, "check_lease", check)
-                if other_reads_back == READ_BACK[1]:
-                    monkeypatch.setattr(runs, "check_lease", the_other_reads_back_first)
+            runs.claim_run(settings, "w", toy_claim(), MODEL, "fake")  # committed before this claim commits
+            holders.pop()
         take(con, *args)
 
-    def the_other_reads_back_first(*args):
-        monkeypatch.setattr(runs, "check_lease", check)
-        holders.append(another_process)
-        check(*deferred.pop())  # it holds the run: its claim committed first
-        holders.pop()
+    def read_back(*args):
+        if holders[-1] == another_process and other_reads_back != READ_BACK[0]:
+            deferred.append(args)
+            return
+        if other_reads_back == READ_BACK[1]:
+            the_others_read_back()
         check(*args)
 
     monkeypatch.setattr(runs, "take_lease", the_other_claims_first)
-    if other_reads_back == READ_BACK[1]:
-        monkeypatch.setattr(runs, "check_lease", the_other_reads_back_first)
+    monkeypatch.setattr(runs, "check_lease", read_back)
     with pytest.raises(UsageError) as refused:
         runs.claim_run(settings, "w", toy_claim(), MODEL, "fake")
     assert str(refused.value).startswith(f"toy run 'toy' is being asked by another process (pid {another_process.pid} ")
-    holders.append(another_process)
-    for args in deferred:
-        check(*args)  # the other reads back at last: it holds the run
+    the_others_read_back()  # at last, if it had not yet
     [(run_id,)] = query(settings, "select toy_run_id from toy_runs")
     assert query(settings, "select kind, run_id, holder from run_leases") == [("toy", run_id, another_process.name)]
 
