@@ -4,9 +4,15 @@ A process claiming a run of a declared stage takes its lease in the same write a
 renews it every `RENEW_S`; when it ends (finished, failed, stopped by a signal) it drops it. Another process calling
 the same run meanwhile is refused with one line naming the holder. A holder that died leaves a lease nobody renews: on
 its own host the process is gone (checked at once, so a resume after kill -9 goes on without waiting), on another host
-it is taken over once it is `LEASE_S` old. On a DuckLake warehouse two processes may take a new lease in the same
-instant; each then reads the leases back after its commit and backs off if it finds another live one (at worst both
-back off and are told to try again; never both ask).
+it is taken over once it is `LEASE_S` old.
+
+On a DuckLake warehouse two claims can commit at once: each read no lease (and, for a new run, no run: then each
+created its own run of the name, with its own id and lease). So each claimer reads back, after its commit, the leases
+of every run of the name, in the order they were committed (DuckLake numbers a row when its transaction commits and
+keeps the number on update), and the first live one holds the run: any other claimer backs off, dropping its lease
+and the run it created. A claim committed later always sees the earlier one, and the earlier one never yields to a
+later one, so exactly one of claims at once asks, whatever the timing (issue 48: two judge processes started in the
+same second each created and asked their own run of one name).
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from peras.errors import UsageError
 from peras.lake import is_lake
 from peras.local_model.watchdog import alive
 from peras.periodic import periodically
-from peras.sql import run_sql
-from peras.warehouse import now, open_migrated, retrying
+from peras.sql import run_sql, run_statements
+from peras.warehouse import now, open_migrated, retrying, transaction
+from tasks.engine.stage import StageDeclaration
 
 LEASE_S = 90.0  # a lease not renewed for this long, held from another host, is taken over
 RENEW_S = 15.0  # how often a holder renews its lease while it asks
@@ -82,20 +89,38 @@ def take_lease(con: Any, kind: str, label: str, run_name: str, run_id: str) -> N
     run_sql(con, "engine/lease/take_lease", values)
 
 
-def check_lease(settings_warehouse: Path, kind: str, label: str, run_name: str, run_id: str) -> None:
-    """After the claim committed: on a warehouse where two claims can commit at once (a lake), back off if another
-    live holder took the run too."""
+def check_lease(warehouse: Path, stage: StageDeclaration, run_name: str, run_id: str, created: bool) -> None:
+    """After the claim committed, on a warehouse where two claims can commit at once (a lake): back off unless this
+    process's lease is the first live one of the runs of that name, dropping the lease and the run it `created`."""
     me = this_process()
-    with open_migrated(settings_warehouse) as con:
-        leases = run_sql(con, "engine/lease/select_leases", {"kind": kind, "run_id": run_id}).fetchall()
-    live = live_others(leases, me, now())
-    if live:
-        release(settings_warehouse, kind, run_id)
-        raise busy(label, run_name, live[0])
+    at = now()
+    with open_migrated(warehouse) as con:
+        leases = run_statements(con, stage.sql("select_name_leases"), {"run_name": run_name}).fetchall()
+    first = next((lease for lease in leases if lease[0] == me.name or is_live(lease[:5], me, at)), None)
+    if first is not None and first[0] == me.name and first[5] == run_id:
+        return
+    back_off(warehouse, stage, run_id, created)
+    raise busy(stage.label, run_name, first[:5] if first is not None else None)
 
 
-def busy(label: str, run_name: str, lease: tuple[Any, ...]) -> UsageError:
-    """The refusal: who holds the run, since when, and what to do."""
+def back_off(warehouse: Path, stage: StageDeclaration, run_id: str, created: bool) -> None:
+    """Give up a claim another claim committed before: this process's lease, and the run if this claim created it (it
+    holds nothing yet), in one write."""
+    values = {"kind": stage.kind, "run_id": run_id, "holder": this_process().name}
+
+    def drop() -> None:
+        with open_migrated(warehouse) as con, transaction(con):
+            run_sql(con, "engine/lease/release_lease", values)
+            if created:
+                run_statements(con, stage.sql("delete_run"), {"run_id": run_id})
+
+    retrying(drop)
+
+
+def busy(label: str, run_name: str, lease: tuple[Any, ...] | None) -> UsageError:
+    """The refusal: who holds the run, since when, and what to do (`lease` None: the holder went meanwhile)."""
+    if lease is None:
+        return UsageError(f"{label} {run_name!r} was claimed by another process at the same moment: call it again")
     _, host, pid, taken_at, _ = lease
     return UsageError(
         f"{label} {run_name!r} is being asked by another process (pid {pid} on {host}, since "

@@ -21,7 +21,7 @@ from peras.lake import in_lake, is_lake
 from peras.llm.constraints import DIALECTS, FREE
 from peras.settings import Settings
 from peras.sql import run_sql, run_statements
-from peras.warehouse import now, open_migrated, retrying, retrying_bounded
+from peras.warehouse import now, open_migrated, retrying, retrying_bounded, transaction
 from tasks.engine.endpoint import Probed
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.own_stages import check_own_tables
@@ -41,6 +41,7 @@ NOT_COMPARED = ("answer_probe", "probe_requests", "returns_logprobs")
 PROBE_FINDINGS = ("returns_logprobs",)
 # On a lake, a gate that finds problems mends request copies another process's load left and looks again, this often.
 MEND_ATTEMPTS = 3
+RUN_STORED_TWICE = "run stored twice"  # sql/engine/stage/assert_one_run.sql's problem
 
 
 @dataclass(frozen=True)
@@ -117,34 +118,44 @@ def claim_run(
     """
     stage = claim.stage
 
-    def record() -> str:
+    def record() -> tuple[str, bool]:
         with open_migrated(settings.warehouse) as con:
             run_statements(con, stage.sql("create_tables"))
             check_own_tables(con, stage)
-            found, differences = stored_run(con, claim, model)
-            if differences:
-                raise refusal(claim, differences)
-            run_id = found or uuid.uuid4().hex[:16]
-            row = _bound(claim, model) | {
-                "run_id": run_id,
-                "run_name": claim.name,
-                "model": model,
-                "backend": backend,
-                "params": json.dumps(claim.params, sort_keys=True),
-                # a resumed run adds this call's probe to its record
-                "probe_requests": probe_requests(claim.params),
-                "probe_found": json.dumps({k: claim.params[k] for k in PROBE_FINDINGS if k in claim.params}),
-                "created_at": now(),
-            }
-            if lease:
-                take_lease(con, stage.kind, stage.label, claim.name, str(run_id))
-            run_statements(con, stage.sql("start_run" if found else "insert_run"), row)
-        return str(run_id)
+            with transaction(con):  # the run and its lease commit together: a claim read back sees both or neither
+                return write_claim(con, claim, model, backend, lease)
 
-    run_id = retrying(record)  # a DuckLake commit may meet another run's
+    run_id, created = retrying(record)  # a DuckLake commit may meet another run's
     if lease and is_lake(settings.warehouse):  # two claims may have committed at once there
-        check_lease(settings.warehouse, stage.kind, stage.label, claim.name, run_id)
+        check_lease(settings.warehouse, stage, claim.name, run_id, created)
     return RunIdentity(warehouse_id, stage.kind, run_id, claim.name, model, backend)
+
+
+def write_claim(
+    con: duckdb.DuckDBPyConnection, claim: RunClaim, model: str, backend: str, lease: bool
+) -> tuple[str, bool]:
+    """The claim's write (`claim_run`): the run created or started again, with its lease; its id, and whether this
+    write created it."""
+    stage = claim.stage
+    found, differences = stored_run(con, claim, model)
+    if differences:
+        raise refusal(claim, differences)
+    run_id = found or uuid.uuid4().hex[:16]
+    row = _bound(claim, model) | {
+        "run_id": run_id,
+        "run_name": claim.name,
+        "model": model,
+        "backend": backend,
+        "params": json.dumps(claim.params, sort_keys=True),
+        # a resumed run adds this call's probe to its record
+        "probe_requests": probe_requests(claim.params),
+        "probe_found": json.dumps({k: claim.params[k] for k in PROBE_FINDINGS if k in claim.params}),
+        "created_at": now(),
+    }
+    if lease:
+        take_lease(con, stage.kind, stage.label, claim.name, str(run_id))
+    run_statements(con, stage.sql("start_run" if found else "insert_run"), row)
+    return str(run_id), found is None
 
 
 def stored_run(con: duckdb.DuckDBPyConnection, claim: RunClaim, model: str) -> tuple[str | None, list[str]]:
@@ -252,6 +263,7 @@ def gate_run(settings: Settings, run: RunIdentity, planned: Mapping[str, Planned
                 if not problems:
                     break
             [(n_failures,)] = run_sql(con, "engine/count_gate_failures").fetchall()
+            withhold_copies(con, stage, run, problems)
             if not problems and gate.publish:
                 status = {"run_id": run.run_id, "status": "published", "status_reason": None, "finished_at": now()}
                 run_statements(con, stage.sql("set_run_status"), status)
@@ -263,6 +275,18 @@ def gate_run(settings: Settings, run: RunIdentity, planned: Mapping[str, Planned
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise CheckFailed(f"{run.kind} gate failed; {gate.withheld}:\n{lines}{more}")
     return int(n_failures)
+
+
+def withhold_copies(
+    con: duckdb.DuckDBPyConnection, stage: StageDeclaration, run: RunIdentity, problems: list[tuple[str, str, int]]
+) -> None:
+    """A run whose name is stored as several runs holding answers (`assert_one_run`): the other copies are withheld
+    with it (marked 'failed_check' with the gate's reason), so that no copy of a doubled run stays published."""
+    found = [detail for problem, detail, _ in problems if problem == RUN_STORED_TWICE]
+    if found:
+        reason = f"CheckFailed: {stage.kind} gate failed: [{RUN_STORED_TWICE}] {found[0]}"[:500]
+        values = {"run_id": run.run_id, "status_reason": reason, "finished_at": now()}
+        run_statements(con, stage.sql("withhold_copies"), values)
 
 
 def gate_params(settings: Settings, run: RunIdentity) -> dict[str, Any]:
@@ -282,14 +306,16 @@ def gate_problems(
     """The gate's problems, read only (temporary tables aside): the declaration's `gate_items` joins the planned
     tables with every stored outcome of the run; `assert_run_complete` finds planned items without an outcome and
     failure groups over the threshold (over the whole run: a narrower call cannot publish a run whose other items
-    failed), `assert_no_copies` an item stored twice, and the stage's declared checks its own problems. Sorted by
-    rank (completeness first, failure shares last), then problem and detail. The judge's check that a call has nothing
-    to do asks it too (tasks/judge/settled.py)."""
+    failed), `assert_no_copies` an item stored twice, `assert_one_run` the run's name stored as more than one run
+    holding answers (a run asked twice at once by older code), and the stage's declared checks its own problems.
+    Sorted by rank (completeness first, failure shares last), then problem and detail. The judge's check that a call
+    has nothing to do asks it too (tasks/judge/settled.py)."""
     for name, frame in planned.items():
         con.register(name, frame if isinstance(frame, pa.Table) else frame.to_arrow())
     run_statements(con, stage.sql("gate_items"), params)
     complete = run_statements(con, stage.sql("assert_run_complete"), params).fetchall()
     copies = run_statements(con, stage.sql("assert_no_copies"), params).fetchall()
+    copies += run_statements(con, stage.sql("assert_one_run"), params).fetchall()
     own = [row for check in stage.check_sql() for row in run_statements(con, check, params).fetchall()]
     found = [(str(p), str(d), int(r)) for p, d, r in complete] + [(str(p), str(d), 1) for p, d in copies + own]
     return sorted(found, key=lambda problem: (problem[2], problem[0], problem[1]))
