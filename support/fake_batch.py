@@ -18,6 +18,13 @@ go to the output file (a `Fault` reply becomes an error-file line with that HTTP
 or `cancelled` batch go to the error file as `batch_expired` / `batch_cancelled` lines, as OpenAI writes them. A
 `failed` batch has no files, and its `errors` say why. Cancelling moves a batch to `cancelling`, and its next
 retrieve to `cancelled`.
+
+Failure modes a responder (or the server) can script, besides a `Fault` line (per-line 500, 400, ...):
+- `content_is(value)`: a 200 answer whose message content is exactly `value` (None, a number);
+- `Garbled()`: the line is written cut short (not JSON; its custom_id still readable), as a truncated file has it;
+- `api_fault`: every Files and Batches route answers that `Fault` (`Fault(401, echo_key=True)`: a gateway quoting
+  the caller's key back);
+- `failed_errors`: what a `failed` batch's `errors` say (`errors.data[0]`).
 """
 
 from __future__ import annotations
@@ -28,7 +35,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from support.fake_openai import FakeOpenAI, Fault, RecordedRequest, Reply, Responder, _completion, instant
+from support.fake_openai import (
+    FakeOpenAI,
+    Fault,
+    RecordedRequest,
+    Reply,
+    Responder,
+    _completion,
+    instant,
+    key_echo,
+)
 from support.http_server import http_response
 
 LIVE = ("validating", "in_progress", "finalizing")
@@ -43,6 +59,17 @@ class BatchScript:
     answer_share: float = 1.0  # of its lines, answered when it ends (completed batches answer them all)
 
 
+@dataclass(frozen=True)
+class Garbled:
+    """A responder's reply: the output line is written cut short (not JSON)."""
+
+
+def content_is(value: Any) -> Reply:
+    """A 200 answer whose first choice's message content is exactly `value` (None, a number, a list)."""
+    choice = {"index": 0, "message": {"role": "assistant", "content": value}, "finish_reason": "stop", "logprobs": None}
+    return Reply("", extra={"choices": [choice]})
+
+
 class FakeBatchAPI(FakeOpenAI):
     """The chat server plus the Files and Batches endpoints, scripted per batch."""
 
@@ -54,6 +81,8 @@ class FakeBatchAPI(FakeOpenAI):
         self.submitted_ids: list[str] = []  # the custom_id of every line of every batch created
         self.creates = 0  # POST /v1/batches that created a batch
         self.on_create: Any = None
+        self.api_fault: Fault | None = None  # every Files and Batches route answers it
+        self.failed_errors = {"code": "scripted_failure", "message": "scripted"}
         self._steps: dict[str, list[str]] = {}
 
     async def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[bytes, bool]:
@@ -64,6 +93,10 @@ class FakeBatchAPI(FakeOpenAI):
             return await super().handle(method, path, headers, raw)
         body = None if parts[0] == "files" else (json.loads(raw) if raw else None)
         self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
+        if self.api_fault is not None:
+            fault = self.api_fault
+            answer = key_echo(headers) if fault.echo_key else fault.body
+            return http_response(fault.status, answer or {"error": {"message": "fake fault", "type": "fake"}}), False
         if parts == ["files"] and method == "POST":
             return self._upload(headers, raw), False
         if parts[0] == "files" and len(parts) >= 2 and parts[1] in self.files:
@@ -94,7 +127,7 @@ class FakeBatchAPI(FakeOpenAI):
         if not lines:
             return None
         file_id = f"file-{len(self.files) + 1}"
-        data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        data = b"".join(_written(line) + b"\n" for line in lines)
         self.files[file_id] = {"data": data, "filename": name}
         return file_id
 
@@ -178,7 +211,7 @@ class FakeBatchAPI(FakeOpenAI):
         batch[f"{status}_at"] = int(time.time())
         lines: list[dict[str, Any]] = batch["_lines"]
         if status == "failed":
-            batch["errors"] = {"object": "list", "data": [{"code": "scripted_failure", "message": "scripted"}]}
+            batch["errors"] = {"object": "list", "data": [dict(self.failed_errors)]}
             return
         share = 1.0 if status == "completed" else batch["_script"].answer_share
         answered = math.ceil(len(lines) * share)
@@ -204,6 +237,8 @@ class FakeBatchAPI(FakeOpenAI):
     def _answer(self, line: dict[str, Any]) -> dict[str, Any]:
         request = line["body"]
         reply = self.responder(request)
+        if isinstance(reply, Garbled):
+            return {"custom_id": line["custom_id"], "response": {"status_code": 200}, "_garbled": True}
         if isinstance(reply, Fault):
             body = reply.body or {"error": {"message": f"fake fault {reply.status}", "type": "fake"}}
             response = {"status_code": reply.status, "request_id": "req_fake", "body": body}
@@ -216,6 +251,14 @@ class FakeBatchAPI(FakeOpenAI):
             "response": response,
             "error": None,
         }
+
+
+def _written(line: dict[str, Any]) -> bytes:
+    """An output line as the file holds it: JSON, or (garbled) its JSON without its last 10 characters."""
+    if line.get("_garbled"):
+        text = json.dumps({key: value for key, value in line.items() if key != "_garbled"})
+        return text[:-10].encode()
+    return json.dumps(line).encode()
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
