@@ -29,19 +29,28 @@ Failure modes a responder (or the server) can script, besides a `Fault` line (pe
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import random
 import time
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from support.fake_openai import (
+    DEFAULT_MODEL,
+    Chaos,
     FakeOpenAI,
     Fault,
     RecordedRequest,
     Reply,
     Responder,
     _completion,
+    _serve,
+    chaotic,
     instant,
     key_echo,
 )
@@ -83,6 +92,7 @@ class FakeBatchAPI(FakeOpenAI):
         self.on_create: Any = None
         self.api_fault: Fault | None = None  # every Files and Batches route answers it
         self.failed_errors = {"code": "scripted_failure", "message": "scripted"}
+        self.script_for: Callable[[int], BatchScript] | None = None  # batch k's script, instead of `scripts`
         self._steps: dict[str, list[str]] = {}
 
     async def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[bytes, bool]:
@@ -141,7 +151,8 @@ class FakeBatchAPI(FakeOpenAI):
             return http_response(400, {"error": {"message": "bad batch request", "type": "invalid_request_error"}})
         lines = [json.loads(line) for line in file["data"].splitlines() if line.strip()]
         batch_id = f"batch_{len(self.batches) + 1}"
-        script = self.scripts[min(len(self.batches), len(self.scripts) - 1)]
+        k = len(self.batches)
+        script = self.script_for(k) if self.script_for else self.scripts[min(k, len(self.scripts) - 1)]
         self.submitted_ids += [line["custom_id"] for line in lines]
         now = int(time.time())
         self.batches[batch_id] = {
@@ -295,3 +306,84 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
         filename = disposition.split('filename="', 1)[1].split('"', 1)[0] if 'filename="' in disposition else None
         fields[name] = (filename, data.removesuffix(b"\r\n"))
     return fields
+
+
+@dataclass(frozen=True)
+class BatchChaos:
+    """Fault injection at the Batch API (chaos runs): shares of batches that fail or expire (half answered), of
+    lines written cut short, and how many looks a batch stays live."""
+
+    fail_batch: float = 0.0
+    expire_batch: float = 0.0
+    garbled: float = 0.0
+    looks: float = 2  # live statuses a batch shows before it ends
+
+    def flags(self) -> list[str]:
+        """These settings as command-line options of `python -m support.fake_batch`."""
+        pairs = ((f"--{item.name.replace('_', '-')}", str(getattr(self, item.name))) for item in fields(self))
+        return [flag for pair in pairs for flag in pair]
+
+    def script_for(self, seed: int, counts: Counter[str]) -> Callable[[int], BatchScript]:
+        """Batch k's script, drawn (seeded)."""
+        draw = random.Random(seed)
+        steps = LIVE[: max(1, int(self.looks))]
+
+        def script(k: int) -> BatchScript:
+            roll = draw.random()
+            if roll < self.fail_batch:
+                counts["batches_failed"] += 1
+                return BatchScript(steps=steps, end="failed")
+            if roll < self.fail_batch + self.expire_batch:
+                counts["batches_expired"] += 1
+                return BatchScript(steps=steps, end="expired", answer_share=0.5)
+            return BatchScript(steps=steps)
+
+        return script
+
+
+def garbling(share: float, seed: int, counts: Counter[str], base: Responder) -> Responder:
+    """`base`, with a share of the lines written cut short (seeded)."""
+    draw = random.Random(seed + 1)
+
+    def respond(request: dict[str, Any]) -> Any:
+        if draw.random() < share:
+            counts["garbled"] += 1
+            return Garbled()
+        return base(request)
+
+    return respond
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the scripted Batch API (the instant responder, with chat faults and batch faults) until interrupted;
+    print the base URL first; with --stats-file, write what it did (JSON counts) there on exit."""
+    parser = argparse.ArgumentParser(description="Scripted OpenAI Batch API (instant responder).")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--model", "--models", dest="models", nargs="+", default=[DEFAULT_MODEL])
+    for item in fields(Chaos):
+        if item.name != "random_answers":
+            parser.add_argument(f"--{item.name.replace('_', '-')}", type=float, default=item.default)
+    parser.add_argument("--random-answers", action="store_true")
+    for item in fields(BatchChaos):
+        parser.add_argument(f"--{item.name.replace('_', '-')}", type=float, default=item.default)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stats-file", type=Path)
+    args = parser.parse_args(argv)
+    counts: Counter[str] = Counter()
+    chaos = Chaos(**{item.name: getattr(args, item.name) for item in fields(Chaos)})
+    batch = BatchChaos(**{item.name: getattr(args, item.name) for item in fields(BatchChaos)})
+    responder = garbling(batch.garbled, args.seed, counts, chaotic(chaos, args.seed, counts))
+    server = FakeBatchAPI(responder, models=args.models, port=args.port, record=False)
+    server.script_for = batch.script_for(args.seed, counts)
+
+    def on_exit() -> None:
+        if args.stats_file is not None:
+            counts["batches_created"] = server.creates
+            counts["lines_submitted"] = len(server.submitted_ids)
+            args.stats_file.write_text(json.dumps(dict(counts)))
+
+    _serve(server, on_exit)
+
+
+if __name__ == "__main__":
+    main()

@@ -119,6 +119,8 @@ def test_a_provider_failing_every_batch_stops_the_run_after_its_retries_with_the
 
 
 def test_lines_failing_with_500_every_round_are_refused_after_their_retries_not_left_waiting(sample, monkeypatch):
+    # Holds on the code before issue 48 too (it is no regression test): the run ends refused at its gate, and the
+    # test above finishes it with --retry-failed.
     with FakeBatchAPI(Switch(Fault(500)), scripts=[ONE_STEP]) as server:
         settings = batch_settings(sample, server)
         settings.max_retries = 2

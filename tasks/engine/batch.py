@@ -81,8 +81,9 @@ class BatchRound:
             if answered is None and refused is None and len(failed) <= self.max_retries:
                 self._need(spec, request_id, attempt, params)
             if answered is None and refused is None and failed[-1].error_code == BATCH_FAILED:
+                n_failed = sum(line.error_code == BATCH_FAILED for line in failed)
                 raise BackendError(  # the provider fails whole batches: stop the run, as online an endpoint that fails
-                    f"the Batch API failed {len(failed)} batch(es) in a row; it says: {failed[-1].error_message};"
+                    f"the Batch API failed {n_failed} batch(es) in a row; it says: {failed[-1].error_message};"
                     " once it answers again, run the same command with --retry-failed"
                 )
             tried.sent.append(params)
