@@ -205,3 +205,37 @@ def test_an_api_key_the_batch_api_echoes_is_masked_in_everything_the_run_leaves(
     with get_client(sync_client=True) as client:  # what the API serves: flow runs' states, logs, artifacts
         served = [client.read_flow_runs(limit=200), client.read_logs(limit=200), client.read_artifacts(limit=200)]
     assert key not in repr(served)
+
+
+def test_a_wait_goes_on_when_another_run_collects_the_batch_it_waits_for_during_its_pass(sample, monkeypatch):
+    # Found by the batch chaos (bench/chaos_judge.py --batch, round 3 of seed 14): a run's --wait call ended
+    # "60 wait for batch answers" when its twin collected their shared batch between its look-up and its pass.
+    import tasks.engine.batch_tasks as batch_tasks
+    from flows.judge import judge
+    from peras.llm.batches import BatchAPI
+    from tasks.engine.batch import load_round
+    from tasks.engine.batch_store import collect
+
+    two_looks = BatchScript(steps=("validating", "in_progress"))
+    with FakeBatchAPI(instant, scripts=[two_looks, ONE_STEP]) as server:
+        settings = batch_settings(sample, server)
+        first = judge(collection="sample", personalities=["HA"], cot=[False], run_name="a", settings=settings)
+        assert (first["batches"], first["n_waiting"]) == (["batch_1"], 40)
+        looked: list[str] = []
+
+        def collected_by_another_run(settings_, model, since=None):
+            found = load_round(settings_, model, since)  # batch_1 is live as this pass begins ...
+            if not looked:  # ... and another process collects it now (its last look: completed)
+                api = BatchAPI(server.base_url, None)
+                looked.extend(batch_id for batch_id, _ in collect(settings_, api, model))
+                api.close()
+            return found
+
+        monkeypatch.setattr(batch_tasks, "load_round", collected_by_another_run)
+        done = judge(collection="sample", personalities=["HA"], cot=[False], run_name="b", settings=settings, wait=True)
+        assert looked == ["batch_1"]
+        assert (done.get("n_waiting"), done["n_judged_now"], done.get("n_failures")) == (None, 40, 0)
+    assert rows(settings, "select run_name, status from judge_runs order by 1") == [
+        ("a", "waiting"),
+        ("b", "published"),
+    ]

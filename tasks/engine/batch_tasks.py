@@ -79,8 +79,12 @@ def ask_in_rounds(
                 if stats.n_dropped:
                     continue  # a pass that dropped outcomes is planned again
                 break  # every item has its outcome (failures stay planned when retried: not asked again here)
-            if not wait or api is None or not live_batches(settings, api, identity.model):
+            if not wait or api is None:
                 break
+            if not live_batches(settings, api, identity.model):
+                # what its items waited for was collected since this pass began (another run shares the batches):
+                # look again now; the next pass answers them or submits them
+                continue
             line = wait_line(run_batches(settings, identity.run_id), waiting)
             notice(f"{identity.run_name}: {line}; next look in {settings.batch_poll_s:g} s")
             time.sleep(settings.batch_poll_s)
