@@ -10,6 +10,12 @@ it records pass/fail per test, durations, the load averages sampled every few se
 pytest tail of a failure.
 
     .venv/bin/python bench/bench_loaded_hosts.py [--rounds 3]   # writes bench/results/loaded-hosts-<date>[-N].json
+
+`--tests` runs other tests the same way, `--name` names the result file: batch mode's failing providers (issue 48,
+items 2-3) are checked with
+    .venv/bin/python bench/bench_loaded_hosts.py --name loaded-batch --tests \
+        tests/test_batch_failures.py::test_failed_lines_are_submitted_again_with_retry_failed_and_the_run_finishes \
+        tests/test_batch_failures.py::test_a_provider_failing_every_batch_stops_the_run_after_its_retries_with_the_providers_error
 """
 
 from __future__ import annotations
@@ -111,14 +117,14 @@ def run_test(test: str) -> dict[str, Any]:
     }
 
 
-def run_round(index: int) -> dict[str, Any]:
-    """Both tests, one after the other, with the hogs running and the load sampled."""
+def run_round(index: int, tests: tuple[str, ...] = TESTS) -> dict[str, Any]:
+    """The tests, one after the other, with the hogs running and the load sampled."""
     sampler = LoadSampler()
     started = time.monotonic()
     with cpu_hogs(HOGS) as pids:
         sampler.start()
         results = []
-        for test in TESTS:
+        for test in tests:
             results.append(run_test(test))
             print(
                 f"round {index}: {results[-1]['test'][:60]}: {'passed' if results[-1]['passed'] else 'FAILED'} "
@@ -140,15 +146,18 @@ def main(argv: list[str] | None = None) -> None:
     """Run the rounds, write the result, print the summary."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tests", nargs="+", default=list(TESTS), help="pytest ids (default: the multi-host two)")
+    parser.add_argument("--name", default="loaded-hosts", help="the result file's name")
     args = parser.parse_args(argv)
+    tests = tuple(args.tests)
     started, clock = machine(), time.monotonic()
     rounds: list[dict[str, Any]] = []
     out: Path | None = None
     for index in range(1, args.rounds + 1):
-        rounds.append(run_round(index))
+        rounds.append(run_round(index, tests))
         # the result file after every round (a run stopped early keeps the rounds it finished)
-        result = summarise(rounds, clock) | {"rounds_planned": args.rounds}
-        out = write_result("loaded-hosts", result, started, out)
+        result = summarise(rounds, clock, tests) | {"rounds_planned": args.rounds}
+        out = write_result(args.name, result, started, out)
     print(f"{'round':>5}  {'test':60}  {'result':6}  {'s':>6}  load1 min/mean/max during the round")
     for r in rounds:
         load = r["load"]
@@ -161,11 +170,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {out}")
 
 
-def summarise(rounds: list[dict[str, Any]], clock: float) -> dict[str, Any]:
+def summarise(rounds: list[dict[str, Any]], clock: float, tests: tuple[str, ...] = TESTS) -> dict[str, Any]:
     """The result file's content for the rounds run so far."""
     per_test = {
         test.split("::")[1]: [t["passed"] for r in rounds for t in r["tests"] if t["test"] == test.split("::")[1]]
-        for test in TESTS
+        for test in tests
     }
     means = [r["load"]["load1_mean"] for r in rounds]
     rows = [
@@ -176,7 +185,7 @@ def summarise(rounds: list[dict[str, Any]], clock: float) -> dict[str, Any]:
     ]
     return {
         "versions": versions(),
-        "tests": list(TESTS),
+        "tests": list(tests),
         "hogs_per_round": HOGS,
         "minutes": round((time.monotonic() - clock) / 60, 1),
         "passed": per_test,

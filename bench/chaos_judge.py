@@ -19,11 +19,17 @@ exit 0, or its gate verdict (given twice). Then, on every warehouse:
 - no shard file is left behind; the metric views hold only published runs;
 - a gate refuses a run only for its share of parse failures (every run asks one way, nothing is left missing).
 
+With --batch, the runs ask in batch mode (`--mode batch --wait`) against the scripted Batch API in its own process
+(support/fake_batch.py): the same chat faults become failed lines (500, 429, 400), unreadable answers, and
+batch faults are drawn per batch and line (`BatchChaos`: whole batches `failed`, batches `expired` half answered,
+lines cut short in the output file); a batch stays live a few looks, so a kill lands between a submit, the
+provider's completion and the collect. The twins share batches (one model, one Batch API).
+
 With --lake, a and b are DuckLake warehouses: their catalogs are two databases of one throwaway PostgreSQL
 (support/postgres.py), each with its own data path, their shards in the round's one shards directory
 (PERAS_SHARDS_DIR); every check is the same, read through peras.warehouse.connect.
 
-    .venv/bin/python bench/chaos_judge.py [--rounds 30] [--seed 14] [--lake]   # bench/results/chaos-<date>[-N].json
+    .venv/bin/python bench/chaos_judge.py [--rounds 30] [--seed 14] [--lake] [--batch]  # bench/results/chaos-<date>...
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext, suppress
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import headline, machine, print_headlines, versions, write_result  # noqa: E402
 from peras.sql import run_sql  # noqa: E402
 from peras.warehouse import connect  # noqa: E402
+from support.fake_batch import BatchChaos  # noqa: E402
 from support.fake_openai import Chaos, fake_openai_process  # noqa: E402
 from support.postgres import Postgres, create_database, postgres_server  # noqa: E402
 
@@ -69,10 +76,13 @@ MAX_FINAL_ATTEMPTS = 4  # re-runs after the kills, until exit 0 or the same gate
 
 
 @contextmanager
-def chaos_server(chaos: Chaos, seed: int, stats_file: Path) -> Iterator[str]:
-    """The fault-injecting server in its own process; yields its base URL; its counts are in stats_file after."""
+def chaos_server(chaos: Chaos, seed: int, stats_file: Path, batch: BatchChaos | None = None) -> Iterator[str]:
+    """The fault-injecting server in its own process (the Batch API's with `batch`); yields its base URL; its counts
+    are in stats_file after."""
     flags = [*chaos.flags(), "--seed", str(seed), "--stats-file", str(stats_file)]
-    with fake_openai_process(0, MODEL, *flags) as base_url:
+    flags += batch.flags() if batch is not None else []
+    module = "support.fake_batch" if batch is not None else "support.fake_openai"
+    with fake_openai_process(0, MODEL, *flags, module=module) as base_url:
         yield base_url
 
 
@@ -101,10 +111,12 @@ class RunSpec:
     n_samples: int
     chunk_size: int
     kills: tuple[Kill, ...]
+    batch: bool = False  # asked in batch mode (--mode batch --wait)
 
     def command(self, base_url: str) -> list[str]:
         """`peras judge sample ...` for this run."""
         args = ["judge", "sample", "--base-url", base_url, "--model", MODEL, "--run-name", self.run_name]
+        args += ["--mode", "batch", "--wait"] if self.batch else []
         args += ["--cot", self.cot, "--limit-pairs", str(self.limit_pairs), "--chunk-size", str(self.chunk_size)]
         args += ["--n-samples", str(self.n_samples)]
         for personality in self.personalities:
@@ -127,6 +139,25 @@ class RoundPlan:
     faults: Chaos
     env: dict[str, str]
     runs: tuple[RunSpec, ...] = field(default_factory=tuple)
+    batch: BatchChaos | None = None  # batch mode: the Batch API's faults
+
+
+def plan_batch_round(index: int, seed: int, max_kills: int = 2) -> RoundPlan:
+    """A round in batch mode: plan_round's runs and chat faults (their lines fail, 429/500 asked again, 400 refused),
+    the Batch API's faults drawn, and kills that land between submit, completion and collect."""
+    plan = plan_round(index, seed, max_kills)
+    draw = random.Random(seed * 1000 + index + 500)
+    calm = draw.random() < 0.1
+    batch = BatchChaos(
+        fail_batch=0.0 if calm else draw.choice([0.0, 0.1, 0.25]),
+        expire_batch=0.0 if calm else draw.choice([0.0, 0.1, 0.25]),
+        garbled=0.0 if calm else draw.choice([0.0, 0.01, 0.05]),
+        looks=draw.choice([1, 2, 3]),
+    )
+    faults = Chaos(**(asdict(plan.faults) | {"drop": 0.0, "slow": 0.0}))  # no connection in a batch line
+    env = plan.env | {"PERAS_BATCH_POLL_S": str(draw.choice([0.1, 0.3]))}
+    runs = tuple(replace(spec, batch=True) for spec in plan.runs)
+    return RoundPlan(index, seed, faults, env, runs, batch)
 
 
 def plan_round(index: int, seed: int, max_kills: int = 2) -> RoundPlan:
@@ -344,7 +375,7 @@ def run_round(
     with ThreadPoolExecutor(max_workers=3) as pool:
         list(pool.map(ingest, envs.values()))
         stats_file = directory / "server-counts.json"
-        with chaos_server(plan.faults, plan.seed * 1000 + plan.index, stats_file) as base_url:
+        with chaos_server(plan.faults, plan.seed * 1000 + plan.index, stats_file, plan.batch) as base_url:
             futures = [
                 pool.submit(drive, spec, base_url, envs[spec.warehouse], directory, hang_s, final_attempts)
                 for spec in plan.runs
@@ -362,6 +393,7 @@ def run_round(
         "backend": "ducklake" if pg is not None else "duckdb file",
         "seed": plan.seed,
         "faults": asdict(plan.faults),
+        "batch_faults": asdict(plan.batch) if plan.batch is not None else None,
         "env": plan.env,
         "plans": [asdict(spec) for spec in plan.runs],
         "directory": str(directory),
@@ -679,6 +711,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--lake", action="store_true", help="DuckLake warehouses, their catalogs on a throwaway PostgreSQL"
     )
+    parser.add_argument("--batch", action="store_true", help="the runs ask in batch mode against a scripted Batch API")
     parser.add_argument(
         "--hang-s",
         type=float,
@@ -694,18 +727,20 @@ def main(argv: list[str] | None = None) -> None:
     home = workdir / "prefect"
     rounds: list[dict[str, Any]] = []
     out: Path | None = None
-    backend = "ducklake on PostgreSQL" if args.lake else "duckdb file"
+    backend = ("ducklake on PostgreSQL" if args.lake else "duckdb file") + (", batch mode" if args.batch else "")
+    planner = plan_batch_round if args.batch else plan_round
     with prefect_server(home) as api_url, postgres_server() if args.lake else nullcontext() as pg:
         base_env = {**os.environ, **server_env(home), "PREFECT_API_URL": api_url}
         for index in args.round or range(1, args.rounds + 1):
-            result = run_round(plan_round(index, args.seed), workdir, base_env, hang_s=args.hang_s, pg=pg)
+            result = run_round(planner(index, args.seed), workdir, base_env, hang_s=args.hang_s, pg=pg)
             rounds.append(result)
             print(summary_table([result])[-1], flush=True)
             # the result file after every round (a run stopped early keeps the rounds it finished)
             total = summarise(
                 rounds, tree, args.seed, args.hang_s, backend, pg.version if pg is not None else None, clock
             )
-            out = write_result("chaos", total | {"rounds_planned": len(args.round or range(args.rounds))}, started, out)
+            planned = {"rounds_planned": len(args.round or range(args.rounds))}
+            out = write_result("chaos-batch" if args.batch else "chaos", total | planned, started, out)
     print("\n".join(summary_table(rounds)))
     for what, n in Counter(total["findings"]).most_common():
         print(f"{n:>6}  {what}")
@@ -713,6 +748,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {out}; rounds' files " + (f"kept in {workdir}" if args.keep else "removed"))
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+NOT_FAULTS = ("requests", "answered", "batches_created", "lines_submitted")  # the server's counts that are no fault
 
 
 def summarise(
@@ -729,7 +767,7 @@ def summarise(
     attempts = [a for r in rounds for run in r["runs"] for a in run["attempts"]]
     faults: Counter[str] = Counter()
     for r in rounds:
-        faults.update({k: v for k, v in r["server"].items() if k not in ("requests", "answered")})
+        faults.update({k: v for k, v in r["server"].items() if k not in NOT_FAULTS})
     failed = [(r["round"], c["check"]) for r in rounds for g in r["checks"].values() for c in g if not c["ok"]]
     rows_ = [
         headline("rounds", len(rounds), "", "20-40", 20 <= len(rounds) <= 40),

@@ -18,17 +18,42 @@ go to the output file (a `Fault` reply becomes an error-file line with that HTTP
 or `cancelled` batch go to the error file as `batch_expired` / `batch_cancelled` lines, as OpenAI writes them. A
 `failed` batch has no files, and its `errors` say why. Cancelling moves a batch to `cancelling`, and its next
 retrieve to `cancelled`.
+
+Failure modes a responder (or the server) can script, besides a `Fault` line (per-line 500, 400, ...):
+- `content_is(value)`: a 200 answer whose message content is exactly `value` (None, a number);
+- `Garbled()`: the line is written cut short (not JSON; its custom_id still readable), as a truncated file has it;
+- `api_fault`: every Files and Batches route answers that `Fault` (`Fault(401, echo_key=True)`: a gateway quoting
+  the caller's key back);
+- `failed_errors`: what a `failed` batch's `errors` say (`errors.data[0]`).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import random
 import time
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
-from support.fake_openai import FakeOpenAI, Fault, RecordedRequest, Reply, Responder, _completion, instant
+from support.fake_openai import (
+    DEFAULT_MODEL,
+    Chaos,
+    FakeOpenAI,
+    Fault,
+    RecordedRequest,
+    Reply,
+    Responder,
+    _completion,
+    _serve,
+    chaotic,
+    instant,
+    key_echo,
+)
 from support.http_server import http_response
 
 LIVE = ("validating", "in_progress", "finalizing")
@@ -43,6 +68,17 @@ class BatchScript:
     answer_share: float = 1.0  # of its lines, answered when it ends (completed batches answer them all)
 
 
+@dataclass(frozen=True)
+class Garbled:
+    """A responder's reply: the output line is written cut short (not JSON)."""
+
+
+def content_is(value: Any) -> Reply:
+    """A 200 answer whose first choice's message content is exactly `value` (None, a number, a list)."""
+    choice = {"index": 0, "message": {"role": "assistant", "content": value}, "finish_reason": "stop", "logprobs": None}
+    return Reply("", extra={"choices": [choice]})
+
+
 class FakeBatchAPI(FakeOpenAI):
     """The chat server plus the Files and Batches endpoints, scripted per batch."""
 
@@ -54,6 +90,9 @@ class FakeBatchAPI(FakeOpenAI):
         self.submitted_ids: list[str] = []  # the custom_id of every line of every batch created
         self.creates = 0  # POST /v1/batches that created a batch
         self.on_create: Any = None
+        self.api_fault: Fault | None = None  # every Files and Batches route answers it
+        self.failed_errors = {"code": "scripted_failure", "message": "scripted"}
+        self.script_for: Callable[[int], BatchScript] | None = None  # batch k's script, instead of `scripts`
         self._steps: dict[str, list[str]] = {}
 
     async def handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[bytes, bool]:
@@ -64,6 +103,10 @@ class FakeBatchAPI(FakeOpenAI):
             return await super().handle(method, path, headers, raw)
         body = None if parts[0] == "files" else (json.loads(raw) if raw else None)
         self.requests.append(RecordedRequest(method, path, headers, body, time.monotonic()))
+        if self.api_fault is not None:
+            fault = self.api_fault
+            answer = key_echo(headers) if fault.echo_key else fault.body
+            return http_response(fault.status, answer or {"error": {"message": "fake fault", "type": "fake"}}), False
         if parts == ["files"] and method == "POST":
             return self._upload(headers, raw), False
         if parts[0] == "files" and len(parts) >= 2 and parts[1] in self.files:
@@ -94,7 +137,7 @@ class FakeBatchAPI(FakeOpenAI):
         if not lines:
             return None
         file_id = f"file-{len(self.files) + 1}"
-        data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        data = b"".join(_written(line) + b"\n" for line in lines)
         self.files[file_id] = {"data": data, "filename": name}
         return file_id
 
@@ -108,7 +151,8 @@ class FakeBatchAPI(FakeOpenAI):
             return http_response(400, {"error": {"message": "bad batch request", "type": "invalid_request_error"}})
         lines = [json.loads(line) for line in file["data"].splitlines() if line.strip()]
         batch_id = f"batch_{len(self.batches) + 1}"
-        script = self.scripts[min(len(self.batches), len(self.scripts) - 1)]
+        k = len(self.batches)
+        script = self.script_for(k) if self.script_for else self.scripts[min(k, len(self.scripts) - 1)]
         self.submitted_ids += [line["custom_id"] for line in lines]
         now = int(time.time())
         self.batches[batch_id] = {
@@ -178,7 +222,7 @@ class FakeBatchAPI(FakeOpenAI):
         batch[f"{status}_at"] = int(time.time())
         lines: list[dict[str, Any]] = batch["_lines"]
         if status == "failed":
-            batch["errors"] = {"object": "list", "data": [{"code": "scripted_failure", "message": "scripted"}]}
+            batch["errors"] = {"object": "list", "data": [dict(self.failed_errors)]}
             return
         share = 1.0 if status == "completed" else batch["_script"].answer_share
         answered = math.ceil(len(lines) * share)
@@ -204,6 +248,8 @@ class FakeBatchAPI(FakeOpenAI):
     def _answer(self, line: dict[str, Any]) -> dict[str, Any]:
         request = line["body"]
         reply = self.responder(request)
+        if isinstance(reply, Garbled):
+            return {"custom_id": line["custom_id"], "response": {"status_code": 200}, "_garbled": True}
         if isinstance(reply, Fault):
             body = reply.body or {"error": {"message": f"fake fault {reply.status}", "type": "fake"}}
             response = {"status_code": reply.status, "request_id": "req_fake", "body": body}
@@ -216,6 +262,14 @@ class FakeBatchAPI(FakeOpenAI):
             "response": response,
             "error": None,
         }
+
+
+def _written(line: dict[str, Any]) -> bytes:
+    """An output line as the file holds it: JSON, or (garbled) its JSON without its last 10 characters."""
+    if line.get("_garbled"):
+        text = json.dumps({key: value for key, value in line.items() if key != "_garbled"})
+        return text[:-10].encode()
+    return json.dumps(line).encode()
 
 
 def _public(batch: dict[str, Any]) -> dict[str, Any]:
@@ -252,3 +306,84 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, byt
         filename = disposition.split('filename="', 1)[1].split('"', 1)[0] if 'filename="' in disposition else None
         fields[name] = (filename, data.removesuffix(b"\r\n"))
     return fields
+
+
+@dataclass(frozen=True)
+class BatchChaos:
+    """Fault injection at the Batch API (chaos runs): shares of batches that fail or expire (half answered), of
+    lines written cut short, and how many looks a batch stays live."""
+
+    fail_batch: float = 0.0
+    expire_batch: float = 0.0
+    garbled: float = 0.0
+    looks: float = 2  # live statuses a batch shows before it ends
+
+    def flags(self) -> list[str]:
+        """These settings as command-line options of `python -m support.fake_batch`."""
+        pairs = ((f"--{item.name.replace('_', '-')}", str(getattr(self, item.name))) for item in fields(self))
+        return [flag for pair in pairs for flag in pair]
+
+    def script_for(self, seed: int, counts: Counter[str]) -> Callable[[int], BatchScript]:
+        """Batch k's script, drawn (seeded)."""
+        draw = random.Random(seed)
+        steps = LIVE[: max(1, int(self.looks))]
+
+        def script(k: int) -> BatchScript:
+            roll = draw.random()
+            if roll < self.fail_batch:
+                counts["batches_failed"] += 1
+                return BatchScript(steps=steps, end="failed")
+            if roll < self.fail_batch + self.expire_batch:
+                counts["batches_expired"] += 1
+                return BatchScript(steps=steps, end="expired", answer_share=0.5)
+            return BatchScript(steps=steps)
+
+        return script
+
+
+def garbling(share: float, seed: int, counts: Counter[str], base: Responder) -> Responder:
+    """`base`, with a share of the lines written cut short (seeded)."""
+    draw = random.Random(seed + 1)
+
+    def respond(request: dict[str, Any]) -> Any:
+        if draw.random() < share:
+            counts["garbled"] += 1
+            return Garbled()
+        return base(request)
+
+    return respond
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve the scripted Batch API (the instant responder, with chat faults and batch faults) until interrupted;
+    print the base URL first; with --stats-file, write what it did (JSON counts) there on exit."""
+    parser = argparse.ArgumentParser(description="Scripted OpenAI Batch API (instant responder).")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--model", "--models", dest="models", nargs="+", default=[DEFAULT_MODEL])
+    for item in fields(Chaos):
+        if item.name != "random_answers":
+            parser.add_argument(f"--{item.name.replace('_', '-')}", type=float, default=item.default)
+    parser.add_argument("--random-answers", action="store_true")
+    for item in fields(BatchChaos):
+        parser.add_argument(f"--{item.name.replace('_', '-')}", type=float, default=item.default)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stats-file", type=Path)
+    args = parser.parse_args(argv)
+    counts: Counter[str] = Counter()
+    chaos = Chaos(**{item.name: getattr(args, item.name) for item in fields(Chaos)})
+    batch = BatchChaos(**{item.name: getattr(args, item.name) for item in fields(BatchChaos)})
+    responder = garbling(batch.garbled, args.seed, counts, chaotic(chaos, args.seed, counts))
+    server = FakeBatchAPI(responder, models=args.models, port=args.port, record=False)
+    server.script_for = batch.script_for(args.seed, counts)
+
+    def on_exit() -> None:
+        if args.stats_file is not None:
+            counts["batches_created"] = server.creates
+            counts["lines_submitted"] = len(server.submitted_ids)
+            args.stats_file.write_text(json.dumps(dict(counts)))
+
+    _serve(server, on_exit)
+
+
+if __name__ == "__main__":
+    main()

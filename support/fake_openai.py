@@ -376,12 +376,15 @@ def _synthetic_logprobs(text: str, top_n: int) -> list[dict[str, Any]]:
 
 
 @contextlib.contextmanager
-def fake_openai_process(port: int = 0, model: str = DEFAULT_MODEL, *flags: str) -> Iterator[str]:
+def fake_openai_process(
+    port: int = 0, model: str = DEFAULT_MODEL, *flags: str, module: str = "support.fake_openai"
+) -> Iterator[str]:
     """The "instant" server in a child process (its own GIL, for benchmarks); yields the base URL.
 
-    `flags`: more command-line options, e.g. `Chaos(...).flags()`.
+    `flags`: more command-line options, e.g. `Chaos(...).flags()`; `module`: another server of the same options
+    (`support.fake_batch`, the scripted Batch API).
     """
-    command = [sys.executable, "-m", "support.fake_openai", "--port", str(port), "--model", model, *flags]
+    command = [sys.executable, "-m", module, "--port", str(port), "--model", model, *flags]
     # Run from the directory holding the package, so it imports whether installed or checked out.
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT) as process:
         try:

@@ -179,3 +179,50 @@ def test_the_study_endpoints_file_and_a_preset_give_the_mode(tmp_path):
     assert str(raised.value).startswith(
         f"endpoints file {path}: [llama-3-8b] mode: Input should be 'online' or 'batch'"
     )
+
+
+# An answer whose content is not a string (a number, null, a list): an unreadable answer, never a crash.
+NOT_TEXT = [5, 2.0, None, [{"type": "text", "text": "2"}], {"x": 1}, True]
+
+
+@pytest.mark.parametrize("content", NOT_TEXT)
+def test_an_answer_whose_content_is_no_string_reads_as_no_text(content):
+    from peras.llm.responses import decode_chat
+
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}], "model": "m"}
+    result = decode_chat(json.dumps(body).encode(), "u", 0.0, 1, False)
+    assert result is not None and result.texts == [""]
+
+
+def test_a_batch_line_whose_content_is_a_number_is_regenerated_then_recorded_unreadable():
+    lines = {("n", attempt): [Line(200, completion(5), None, None)] for attempt in range(3)}  # type: ignore[arg-type]
+    journal = Journal()
+    ask = Ask(ASK.messages, ASK.params, "label", ASK.parse, regenerations=2)
+    parsed = BatchRound("m", {("n", 0): lines[("n", 0)]}, live=set(), max_retries=2)
+    with pytest.raises(Deferred):  # its regeneration is asked next
+        parsed.answer(journal, ask, "n", "h")
+    batch = BatchRound("m", lines, live=set(), max_retries=2)
+    assert batch.answer(journal, ask, "n", "h").ok is False
+    assert journal.rows == [("answer", "n", '["", "", ""]', "[null, 1000, 2000]", "3")]
+
+
+def test_export_into_the_warehouse_file_or_under_it_is_one_line_and_writes_nothing(tmp_path):
+    from peras.warehouse import open_migrated
+    from tasks.engine.batch_files import export_files
+
+    warehouse = tmp_path / "w.duckdb"
+    with open_migrated(warehouse):
+        pass
+    (tmp_path / "notes.txt").write_text("mine")
+    cases = {
+        warehouse: f"{warehouse} is the warehouse",
+        warehouse / "rounds": f"{warehouse}/rounds is no directory (under {warehouse}, the warehouse)",
+        tmp_path / "notes.txt" / "x": f"{tmp_path}/notes.txt/x is no directory (under {tmp_path}/notes.txt, a file)",
+    }
+    before = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")}
+    for output, message in cases.items():
+        with pytest.raises(UsageError) as raised:
+            export_files(load_settings(warehouse=warehouse), "no-run", output)
+        assert raised.value.exit_code == 2
+        assert str(raised.value) == f"--output {message}; give a directory for the input files (nothing was written)"
+        assert {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")} == before

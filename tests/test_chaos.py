@@ -1,10 +1,11 @@
 """A CI-sized chaos run of the judge flow (bench/chaos_judge.py runs 20-40 rounds on demand).
 
-Two fixed rounds, each: `peras ingest sample` into two warehouses in one directory; three `peras judge` processes
-at once against a fault-injecting fake server (500, 429 with Retry-After, 400, dropped connections, unreadable and
-slow answers): run "chaos" and run "chaos-twin" of one model and plan on warehouse a (one answer cache, racing),
-run "chaos" on warehouse b (same name, other plan); each killed with SIGKILL and re-run until it ends. Then the
-guarantees, checked in SQL on both warehouses (see bench/chaos_judge.py for each check).
+Three fixed rounds (the third in batch mode against the scripted Batch API, its batches failing and expiring),
+each: `peras ingest sample` into two warehouses in one directory; three `peras judge` processes at once against a
+fault-injecting fake server (500, 429 with Retry-After, 400, dropped connections, unreadable and slow answers): run
+"chaos" and run "chaos-twin" of one model and plan on warehouse a (one answer cache, racing), run "chaos" on
+warehouse b (same name, other plan); each killed with SIGKILL and re-run until it ends. Then the guarantees, checked
+in SQL on both warehouses (see bench/chaos_judge.py for each check).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.chaos_judge import Kill, RoundPlan, RunSpec, run_round
+from bench.chaos_judge import NOT_FAULTS, Kill, RoundPlan, RunSpec, run_round
 from peras.llm.parsing import parse_confidence, parse_label
+from support.fake_batch import BatchChaos
 from support.fake_openai import Chaos, chaotic
 
 LABEL = [{"role": "user", "content": "How relevant is this passage to the query?"}]
@@ -64,6 +66,21 @@ ROUNDS = [
             spec("b:chaos", ("LO",), 20, (), methods=METHODS, cot="with"),
         ),
     ),
+    # batch mode (--mode batch --wait) against the scripted Batch API: lines failing (500, 429, 400) or unreadable,
+    # whole batches failed or expired half answered, lines cut short in the output file; a batch stays live two
+    # looks, so the kills land between a submit, the provider's completion and the collect; the twins share batches
+    RoundPlan(
+        3,
+        14,
+        Chaos(garbage=0.2, fail_500=0.05, fail_429=0.05, fail_400=0.02, retry_after_s=0.1),
+        ENV | {"PERAS_BATCH_POLL_S": "0.2", "PERAS_REQUEST_TIMEOUT_S": "30"},
+        (
+            spec("a:chaos", ("HA",), 20, (Kill(6.0),), batch=True),
+            spec("a:chaos-twin", ("HA",), 20, (Kill(12.0),), batch=True),
+            spec("b:chaos", ("LA",), 12, (Kill(3.0), Kill(9.0)), cot="without", batch=True),
+        ),
+        BatchChaos(fail_batch=0.2, expire_batch=0.2, garbled=0.03, looks=2),
+    ),
 ]
 
 
@@ -89,7 +106,11 @@ def test_chaotic_server_injects_every_fault_and_answers_at_random() -> None:
 @pytest.mark.integration
 @pytest.mark.parametrize(
     "plan",
-    [pytest.param(ROUNDS[0], id="random-answers"), pytest.param(ROUNDS[1], id="stable-answers")],
+    [
+        pytest.param(ROUNDS[0], id="random-answers"),
+        pytest.param(ROUNDS[1], id="stable-answers"),
+        pytest.param(ROUNDS[2], id="batch-mode"),
+    ],
 )
 def test_chaos_round_keeps_every_guarantee(plan: RoundPlan, tmp_path: Path) -> None:
     result = run_round(plan, tmp_path, dict(os.environ), hang_s=60.0, final_attempts=3)
@@ -97,7 +118,7 @@ def test_chaos_round_keeps_every_guarantee(plan: RoundPlan, tmp_path: Path) -> N
     # the chaos happened: processes killed, faults injected (every kill point also fires on journaled lines, so a
     # quiet machine that ends a run before its kill time still kills it)
     assert sum(a["killed_at_s"] is not None for a in attempts) >= 2
-    assert sum(v for k, v in result["server"].items() if k not in ("requests", "answered")) > 0
+    assert sum(v for k, v in result["server"].items() if k not in NOT_FAULTS) > 0
     failed = [
         f"warehouse {warehouse}: {c['check']} ({c['n_problems']} problems)"
         + "".join(f"\n    {row}" for row in c["problems"] + c.get("evidence", []))

@@ -137,7 +137,7 @@ def export_round(settings: Settings, run_name: str, output: Path) -> None:
         peras batch export sample-llama --output rounds/
         vllm run-batch -i rounds/file-....jsonl -o out/file-....jsonl --model meta-llama/Llama-3.1-8B-Instruct
     """
-    from tasks.engine.batch_store import export_files
+    from tasks.engine.batch_files import export_files
 
     run_id, _ = find_run(settings, run_name)
     paths = export_files(settings, run_id, output)
@@ -159,7 +159,7 @@ def import_round(settings: Settings, run_name: str, outputs: tuple[Path, ...]) -
     Example:
         peras batch import sample-llama out/*.jsonl
     """
-    from tasks.engine.batch_store import import_files
+    from tasks.engine.batch_files import import_files
 
     run_id, _ = find_run(settings, run_name)
     counts = import_files(settings, run_id, run_name, list(outputs))

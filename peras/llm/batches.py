@@ -13,6 +13,7 @@ MAX_BYTES bytes (the providers' limits); larger rounds are split.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -28,6 +29,11 @@ LIVE_STATUSES = frozenset({"validating", "in_progress", "finalizing", "cancellin
 DONE_STATUSES = frozenset({"completed", "failed", "expired", "cancelled"})
 # Answers to these statuses refuse the request itself (a prompt past the context window); others are asked again.
 REQUEST_LEVEL_STATUSES = frozenset({400, 413, 422})
+# The error codes of lines peras writes itself: every request of a batch that failed as a whole, and a line of a
+# provider's file that cannot be read (both count against the request's retries: it is asked again, then refused).
+BATCH_FAILED = "batch_failed"
+UNREADABLE_LINE = "unreadable_line"
+CUSTOM_ID = re.compile(rb'"custom_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 def input_line(custom_id: str, body: dict[str, Any]) -> bytes:
@@ -76,6 +82,30 @@ def read_output_line(raw: bytes, path: object, line: int) -> OutputLine:
     if status == 200 and not (isinstance(body, dict) and isinstance(body.get("choices"), list)):
         raise InputError("status 200 but its body is no chat completion", path, line)
     return OutputLine(data["custom_id"], status, body if status == 200 else None, code, message)
+
+
+def read_collected_line(raw: bytes, path: object, line: int) -> OutputLine | None:
+    """A line of a provider's output or error file; one that cannot be read is kept as an unreadable line of its
+    custom_id (asked again), or None when not even its custom_id can be read (its request has no line: asked
+    again too). The rest of the file is kept either way."""
+    try:
+        return read_output_line(raw, path, line)
+    except InputError as exc:
+        found = CUSTOM_ID.search(raw)
+        if found is None:
+            return None
+        return OutputLine(found[1].decode(errors="replace"), None, None, UNREADABLE_LINE, mask_secrets(str(exc))[:500])
+
+
+def batch_errors(batch: dict[str, Any]) -> str:
+    """Why a batch failed, as the provider says it (`errors.data`: code and message), masked, on one line."""
+    data = (batch.get("errors") or {}).get("data") if isinstance(batch.get("errors"), dict) else None
+    reasons = [
+        ": ".join(str(part) for part in (item.get("code"), item.get("message")) if part)
+        for item in (data if isinstance(data, list) else [])
+        if isinstance(item, dict)
+    ]
+    return mask_secrets("; ".join(reason for reason in reasons if reason) or "no reason given")[:500]
 
 
 def _error(error: Any, body: Any) -> tuple[str | None, str | None]:
@@ -142,8 +172,10 @@ class BatchAPI:
         try:
             return call()
         except openai.APIStatusError as exc:
+            # from None: the SDK's error quotes the provider's whole body (a gateway's may hold the key), and a chained
+            # cause reaches Prefect's logs and states unmasked
             raise BackendError(
                 f"{self.base_url}: the Batch API answered HTTP {exc.status_code}: {mask_secrets(str(exc.message))}"
-            ) from exc
+            ) from None
         except openai.APIConnectionError as exc:
-            raise BackendError(f"cannot reach the Batch API at {self.base_url}: {exc}") from exc
+            raise BackendError(mask_secrets(f"cannot reach the Batch API at {self.base_url}: {exc}")) from None

@@ -59,7 +59,7 @@ def decode_chat(content: bytes, url: str, latency_ms: float, attempts: int, want
         choices = data["choices"]
         if len(choices) > 1:
             choices = sorted(choices, key=lambda c: c.get("index", 0))
-        texts = [c["message"].get("content") or "" for c in choices]
+        texts = [_text(c["message"].get("content")) for c in choices]
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     if not texts:
@@ -78,6 +78,12 @@ def decode_chat(content: bytes, url: str, latency_ms: float, attempts: int, want
         texts, reasons, logprobs, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached,
         latency_ms, url, attempts,
     )  # fmt: skip
+
+
+def _text(content: Any) -> str:
+    """A choice's text: its content when it is a string; anything else (null, a number, a list) reads as no text,
+    an unreadable answer (regenerated and recorded as any other), never a crash of the code reading it."""
+    return content if type(content) is str else ""
 
 
 def _object(value: Any) -> dict[str, Any]:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from peras.llm.batches import REQUEST_LEVEL_STATUSES
+from peras.errors import BackendError
+from peras.llm.batches import BATCH_FAILED, REQUEST_LEVEL_STATUSES, UNREADABLE_LINE
 from peras.llm.client import chat_body
 from peras.llm.responses import decode_chat
 from peras.settings import Settings
@@ -41,6 +43,14 @@ class Line:
     body: dict[str, Any] | None
     error_code: str | None
     error_message: str | None
+
+    @property
+    def failed(self) -> bool:
+        """The line ran and failed (a server error, a refusal), came back unreadable, or its whole batch failed;
+        not a line the batch never ran (expired, cancelled)."""
+        if self.status_code is None:
+            return self.error_code in (BATCH_FAILED, UNREADABLE_LINE)
+        return self.status_code != 200
 
 
 def custom_id(request_id: str, attempt: int) -> str:
@@ -67,9 +77,15 @@ class BatchRound:
             lines = self.lines.get((request_id, attempt), [])
             answered = next((line for line in lines if line.status_code == 200), None)
             refused = next((line for line in lines if line.status_code in REQUEST_LEVEL_STATUSES), None)
-            failed = [line for line in lines if line.status_code is not None and line.status_code != 200]
+            failed = [line for line in lines if line.failed]
             if answered is None and refused is None and len(failed) <= self.max_retries:
                 self._need(spec, request_id, attempt, params)
+            if answered is None and refused is None and failed[-1].error_code == BATCH_FAILED:
+                n_failed = sum(line.error_code == BATCH_FAILED for line in failed)
+                raise BackendError(  # the provider fails whole batches: stop the run, as online an endpoint that fails
+                    f"the Batch API failed {n_failed} batch(es) in a row; it says: {failed[-1].error_message};"
+                    " once it answers again, run the same command with --retry-failed"
+                )
             tried.sent.append(params)
             tried.http += sum(line.status_code is not None for line in lines)  # ran, failed ones too (online: retries)
             if answered is None:
@@ -94,15 +110,18 @@ class BatchRound:
 
 def _why(line: Line) -> str:
     detail = line.error_message or line.error_code or "no detail"
+    if line.status_code is None:  # an unreadable line
+        return f"the batch answered an unreadable line: {detail}"
     return f"the batch answered HTTP {line.status_code}: {detail}"
 
 
-def load_round(settings: Settings, model: str) -> BatchRound:
-    """The collected lines and live requests of the model, as the warehouse holds them now."""
+def load_round(settings: Settings, model: str, since: datetime | None = None) -> BatchRound:
+    """The collected lines and live requests of the model, as the warehouse holds them now. `since` (a call that
+    retries failures: when it began): what failed before it is left out, so it is asked again."""
     lines: dict[tuple[str, int], list[Line]] = {}
     with connect(settings.warehouse, read_only=True) as con:
         for request_id, attempt, status, body, code, message, _ in run_sql(
-            con, "engine/batch/select_collected_lines", {"model": model}
+            con, "engine/batch/select_collected_lines", {"model": model, "since": since}
         ).fetchall():
             line = Line(status, json.loads(body) if body else None, code, message)
             lines.setdefault((request_id, attempt), []).append(line)

@@ -9,13 +9,20 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from peras.errors import InputError, UsageError, clip
-from peras.llm.batches import DONE_STATUSES, BatchAPI, OutputLine, input_line, read_output_line, split_lines
+from peras.errors import UsageError, mask_secrets
+from peras.llm.batches import (
+    DONE_STATUSES,
+    BatchAPI,
+    OutputLine,
+    batch_errors,
+    input_line,
+    read_collected_line,
+    split_lines,
+)
 from peras.settings import Settings
 from peras.sql import query_rows, run_sql
 from peras.warehouse import connect, now, open_migrated, retrying, transaction
@@ -178,15 +185,17 @@ def collect(settings: Settings, api: BatchAPI, model: str) -> list[tuple[str, st
     seen = []
     for batch_id in live_batches(settings, api, model):
         batch = api.retrieve(batch_id)
-        status = str(batch["status"])
+        status = mask_secrets(str(batch["status"]))[:40]  # a provider's text, stored and shown: masked as every one
         lines: list[OutputLine] = []
         if status in DONE_STATUSES:
             for key in ("output_file_id", "error_file_id"):
                 if batch.get(key):
                     data = api.content(str(batch[key]))
-                    lines += [read_output_line(raw, f"{batch_id} {key}", n) for n, raw in _lines(data)]
+                    read = (read_collected_line(raw, f"{batch_id} {key}", n) for n, raw in lines_of(data))
+                    lines += [line for line in read if line is not None]
+        failure = batch_errors(batch) if status == "failed" else None
         store_lines(settings, batch_id, status, batch.get("output_file_id"), batch.get("error_file_id"), lines,
-                    status in DONE_STATUSES)  # fmt: skip
+                    status in DONE_STATUSES, failure)  # fmt: skip
         seen.append((batch_id, status))
     return seen
 
@@ -200,7 +209,8 @@ def live_batches(settings: Settings, api: BatchAPI, model: str) -> list[str]:
     return [batch_id for batch_id, _, _ in rows]
 
 
-def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+def lines_of(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """A file's non-blank lines, numbered from 1."""
     for number, raw in enumerate(data.splitlines(), 1):
         if raw.strip():
             yield number, raw
@@ -214,8 +224,10 @@ def store_lines(
     error_file_id: Any,
     lines: list[OutputLine],
     done: bool,
+    failure: str | None = None,
 ) -> None:
-    """A batch's status, and when it has ended its lines, collected in one transaction."""
+    """A batch's status, and when it has ended its lines, collected in one transaction. `failure`: the provider's
+    reason for a batch that failed as a whole (each of its requests gets a 'batch_failed' line)."""
     frame = pa.table(
         {
             "custom_id": pa.array([line.custom_id for line in lines], pa.string()),
@@ -244,6 +256,9 @@ def store_lines(
                 )
                 if done:
                     run_sql(con, "engine/batch/insert_batch_lines", {"batch_id": batch_id, "collected_at": at})
+                    if failure is not None:
+                        failed = {"batch_id": batch_id, "error_message": failure, "collected_at": at}
+                        run_sql(con, "engine/batch/insert_failed_batch_lines", failed)
                     run_sql(con, "engine/batch/mark_collected", {"batch_id": batch_id, "collected_at": at})
 
     retrying(write)
@@ -260,100 +275,6 @@ def wait_line(batches: list[dict[str, Any]], n_waiting: int) -> str:
     live = [b for b in batches if b["collected_at"] is None]
     states = ", ".join(f"{b['batch_id']} {b['status']} ({b['n_requests']:,} requests)" for b in live)
     return f"{n_waiting:,} items wait for batch answers; live: {states or 'none'}"
-
-
-def export_files(settings: Settings, run_id: str, output: Path) -> list[Path]:
-    """Write the input files of a run's exported batches not yet imported, one per batch, for `vllm run-batch`."""
-    with connect(settings.warehouse, read_only=True) as con:
-        rows = run_sql(con, "engine/batch/select_exported_requests", {"run_id": run_id}).fetchall()
-    by_batch: dict[str, list[bytes]] = {}
-    for batch_id, cid, _, _, body, is_collected in rows:
-        if not is_collected:
-            by_batch.setdefault(batch_id, []).append(input_line(cid, json.loads(body)))
-    paths = [output / f"{batch_id}.jsonl" for batch_id in by_batch]
-    in_the_way = [path for path in paths if path.exists()]
-    if in_the_way:
-        raise UsageError(f"{in_the_way[0]} exists; nothing was written (choose another --output or move it)")
-    output.mkdir(parents=True, exist_ok=True)
-    for path, lines in zip(paths, by_batch.values(), strict=True):
-        path.write_bytes(b"".join(lines))
-    return paths
-
-
-def import_files(settings: Settings, run_id: str, run_name: str, paths: list[Path]) -> dict[str, int]:
-    """Read output files of vLLM's run-batch (or any runner of the format) into a run's exported batches.
-
-    Every line is checked before anything is written, and the first bad one is named with its file and line: a
-    line that is no batch output (a foreign or truncated file), a custom_id the run is not waiting for, one given
-    twice, an answer of another model, an answer for a request that already has one. A line collected before with
-    the same answer is skipped (a file imported twice changes nothing). The batches the files answer are collected:
-    their requests without a line go in the next round."""
-    with connect(settings.warehouse, read_only=True) as con:
-        rows = run_sql(con, "engine/batch/select_exported_requests", {"run_id": run_id}).fetchall()
-        before = {
-            cid: (status, json.loads(body) if body else None)
-            for cid, status, body in run_sql(con, "engine/batch/select_collected_bodies", {"run_id": run_id}).fetchall()
-        }
-    waiting = {
-        cid: (batch_id, rid, json.loads(body)["model"]) for batch_id, cid, rid, _, body, done in rows if not done
-    }
-    accepted: dict[str, list[OutputLine]] = {}
-    where: dict[str, tuple[Path, int]] = {}
-    n_same = 0
-    for path in paths:
-        if not path.is_file():
-            raise UsageError(f"{path} is not a file; nothing was imported")
-        for number, raw in _lines(path.read_bytes()):
-            line = read_output_line(raw, path, number)
-            cid = line.custom_id
-            if cid in before and before[cid] == (line.status_code, line.body):
-                n_same += 1
-                continue
-            if cid not in waiting:
-                why = (
-                    "was answered by an earlier import" if cid in before else f"is no request run {run_name} waits for"
-                )
-                raise InputError(f"custom_id {clip(cid, quote=True)} {why}; nothing was imported", path, number)
-            if cid in where:
-                first = f"{where[cid][0]}:{where[cid][1]}"
-                raise InputError(
-                    f"custom_id {clip(cid, quote=True)} is answered twice (first at {first})", path, number
-                )
-            answered_by = (line.body or {}).get("model")
-            if line.body is not None and answered_by != waiting[cid][2]:
-                raise InputError(
-                    f"answered by model {clip(answered_by, quote=True)}, run {run_name} asks {waiting[cid][2]!r};"
-                    " nothing was imported",
-                    path,
-                    number,
-                )
-            accepted.setdefault(waiting[cid][0], []).append(line)
-            where[cid] = (path, number)
-    _refuse_answered(settings, {cid: waiting[cid][1] for cid in where}, where)
-    for batch_id, lines in accepted.items():
-        store_lines(settings, batch_id, "completed", None, None, lines, True)
-    return {"n_lines": len(where), "n_same": n_same, "n_batches": len(accepted)}
-
-
-def _refuse_answered(settings: Settings, requests: dict[str, str], where: dict[str, tuple[Path, int]]) -> None:
-    """An import never replaces a stored answer: name the first line whose request has one."""
-    if not requests:
-        return
-    frame = pa.table(
-        {
-            "custom_id": pa.array(list(requests), pa.string()),
-            "request_id": pa.array(list(requests.values()), pa.string()),
-        }
-    )
-    with connect(settings.warehouse, read_only=True) as con:
-        con.register("imported_lines", frame)
-        answered = {cid for (cid,) in run_sql(con, "engine/batch/select_import_conflicts").fetchall()}
-    if answered:
-        cid = min(answered, key=lambda c: where[c])
-        raise InputError(
-            f"custom_id {clip(cid, quote=True)}: its request already has an answer stored; nothing was imported",
-            *where[cid],
-        )
 
 
 def cancel_batches(settings: Settings, run_id: str, model: str, api_key_env: str | None) -> list[tuple[str, str]]:
@@ -379,8 +300,9 @@ def cancel_batches(settings: Settings, run_id: str, model: str, api_key_env: str
             answer = api.cancel(batch["batch_id"])
         finally:
             api.close()
-        store_lines(settings, batch["batch_id"], str(answer["status"]), None, None, [], False)
-        done.append((batch["batch_id"], str(answer["status"])))
+        status = mask_secrets(str(answer["status"]))[:40]
+        store_lines(settings, batch["batch_id"], status, None, None, [], False)
+        done.append((batch["batch_id"], status))
     return done
 
 

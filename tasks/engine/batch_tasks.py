@@ -41,11 +41,13 @@ def ask_in_rounds(
     plan: Plan,
     engine_for: Callable[[BatchRound], Engine],
     wait: bool,
+    retry_failed: bool = False,
 ) -> dict[str, Any]:
     """Collect the run's ended batches, answer every item whose answers are in, submit the requests still needed as
     the next round (a pass of the engine `engine_for` makes for it); with `wait`, poll every `batch_poll_s` and go on
     until no item waits. `ask_all` has loaded what a killed call left and made the plan (failures included with
-    retry_failed)."""
+    retry_failed). With `retry_failed`, what failed before this call (lines, whole batches) is asked again."""
+    since = now() if retry_failed else None
     if endpoint.base_urls:  # a Batch API: the batch-poll deployment can call the run again
         record_call(settings, identity, public_url(endpoint.base_urls[0]))
     api = batch_api(settings, endpoint)
@@ -57,7 +59,7 @@ def ask_in_rounds(
             if count_pending(settings, plan) == 0:
                 waiting = 0
                 break
-            batch = load_round(settings, identity.model)
+            batch = load_round(settings, identity.model, since)
             stats = asyncio.run(engine_for(batch).run(plan))
             _add(totals, stats)
             allowed, held, spent = within_budget(settings, identity, batch.pending)
@@ -69,12 +71,20 @@ def ask_in_rounds(
                     )
                 budget_line = budget_held(settings, spent, len(allowed), held)
                 notice(f"{identity.run_name}: {budget_line}")
+            if wait and allowed:
+                back_off(settings, identity)
             submitted += submit(settings, api, identity, allowed)
             waiting = stats.n_deferred
             if waiting == 0:
-                continue  # a pass that dropped outcomes is planned again; else the plan is empty now
-            if not wait or api is None or not live_batches(settings, api, identity.model):
+                if stats.n_dropped:
+                    continue  # a pass that dropped outcomes is planned again
+                break  # every item has its outcome (failures stay planned when retried: not asked again here)
+            if not wait or api is None:
                 break
+            if not live_batches(settings, api, identity.model):
+                # what its items waited for was collected since this pass began (another run shares the batches):
+                # look again now; the next pass answers them or submits them
+                continue
             line = wait_line(run_batches(settings, identity.run_id), waiting)
             notice(f"{identity.run_name}: {line}; next look in {settings.batch_poll_s:g} s")
             time.sleep(settings.batch_poll_s)
@@ -124,6 +134,20 @@ def finish_call(settings: Settings, identity: RunIdentity) -> None:
             run_sql(con, "engine/batch/finish_call", {"run_id": identity.run_id, "finished_at": now()})
 
     retrying(write)
+
+
+def back_off(settings: Settings, identity: RunIdentity) -> None:
+    """Before a round goes after batches that failed as a whole: wait batch_poll_s x 2^(k-1) for the k failed in
+    a row (at most 16 looks), so a provider failing every batch is not sent the next one at once."""
+    in_a_row = 0
+    for batch in reversed(run_batches(settings, identity.run_id)):
+        if batch["status"] != "failed":
+            break
+        in_a_row += 1
+    if in_a_row:
+        delay = settings.batch_poll_s * min(2 ** (in_a_row - 1), 16)
+        notice(f"{identity.run_name}: {in_a_row} batch(es) in a row failed; next round in {delay:g} s")
+        time.sleep(delay)
 
 
 def budget_held(settings: Settings, spent: int, n_allowed: int, held: int) -> str:

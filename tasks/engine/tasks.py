@@ -190,7 +190,7 @@ def ask_all(
                 retry_failed, batch=round_, answer_format=endpoint.answer_format,
             )  # fmt: skip
 
-        return ask_in_rounds(settings, endpoint, identity, plan, engine_for, wait)
+        return ask_in_rounds(settings, endpoint, identity, plan, engine_for, wait, retry_failed)
     # The count's read-only connection is the engine's first; the engine closes the thread as its run ends.
     with contextlib.closing(WarehouseThread(settings.warehouse)) as thread:
         n_items = count_pending(settings, plan, thread)
