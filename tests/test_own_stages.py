@@ -22,7 +22,7 @@ from peras.sql import run_statements
 from peras.warehouse import open_migrated
 from tasks.engine import own_stages, stage
 from tasks.engine.asked import asked_stage, asked_stage_modules
-from tasks.engine.runs import RunClaim, claim_run, stored_answer_format
+from tasks.engine.runs import RunClaim, claim_run, stored_probe
 from tasks.engine.stage import declaration, declarations
 
 pytestmark = pytest.mark.core
@@ -191,7 +191,7 @@ def test_a_module_whose_columns_changed_under_its_tables_is_refused_before_its_r
         "declare new table names, or put the columns back"
     )
     with pytest.raises(UsageError) as raised:
-        stored_answer_format(settings, now, "r")
+        stored_probe(settings, now, "r")
     assert str(raised.value) == why
     claim = RunClaim(now, "r", {"scope": {}, "language": "en"}, {})
     with pytest.raises(UsageError) as raised:
