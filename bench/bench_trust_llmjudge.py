@@ -28,12 +28,16 @@ from support.prefect_server import prefect_server  # noqa: E402
 
 JUDGES = ("RMITIR-GPT4o", "willia-umbrela1", "NISTRetrieval-instruct0")
 COVERAGE_SQL = """
-select human_sample, method, count(*) as n, round(avg(covers_human::int), 3) as coverage,
-       round(avg(width), 3) as mean_width, round(avg(abs(estimate - human_score)), 3) as mean_abs_error
-from trust_systems s join trust_studies t using (study_id)
-group by all order by human_sample, method
+select m.run_name, t.human_sample, s.method, count(*) as n, round(avg(s.covers_human::int), 3) as coverage,
+       round(avg(s.width), 3) as mean_width, round(avg(abs(s.estimate - s.human_score)), 3) as mean_abs_error
+from trust_systems s join trust_studies t using (study_id) join trust_summary m using (study_id)
+group by all order by 1, 2, 3
 """
-TAU_SQL = "select statistic, round(avg(estimate), 3) as mean_tau from trust_summary group by all order by 1"
+TAU_SQL = """
+select run_name, round(avg(kendall_tau), 3) as kendall_tau, round(avg(tau_ap), 3) as tau_ap,
+       round(avg(n_flips), 1) as n_flips
+from trust_summary group by all order by 1
+"""
 
 
 def main() -> None:
@@ -66,7 +70,7 @@ def main() -> None:
         taus = query(env, TAU_SQL)
     rows = [
         headline(
-            f"{r['human_sample']} {r['method']}: coverage of 90% intervals",
+            f"{r['run_name']} {r['human_sample']} {r['method']}: coverage of 90% intervals",
             r["coverage"],
             "share",
             ">= 0.90",
