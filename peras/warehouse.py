@@ -462,9 +462,27 @@ def apply_views(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None
             except duckdb.CatalogException as exc:
                 failed.append((path, exc))
         if len(failed) == len(pending):
-            first_path, first_error = failed[0]
-            raise RuntimeError(f"cannot create view from {first_path}: {first_error}")
+            failed = [(path, exc) for path, exc in failed if not _waits_for_tables(con, path)]
+            if failed:
+                first_path, first_error = failed[0]
+                raise RuntimeError(f"cannot create view from {first_path}: {first_error}")
+            return
         pending = [path for path, _ in failed]
+
+
+def _waits_for_tables(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether a view that could not be created names, in a `-- needs: table, ...` line, a table this warehouse
+    lacks: a warehouse whose migrations stop before that table's (a test of an old warehouse; a newer view file than
+    the warehouse's schema) leaves the view out instead of failing, and the open that creates the table creates it."""
+    needs = [
+        name.strip()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("-- needs:")
+        for name in line.removeprefix("-- needs:").split(",")
+        if name.strip()
+    ]
+    have = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
+    return any(name not in have for name in needs)
 
 
 def require_collection(con: duckdb.DuckDBPyConnection, collection_id: str, subset_name: str | None = None) -> None:

@@ -69,7 +69,8 @@ def header(text: str) -> list[str]:
     for line in text.splitlines():
         if not line.lstrip().startswith("--"):
             break
-        out.append(line.lstrip()[2:])
+        if not line.startswith("-- needs:"):  # the tables a view waits for (peras.warehouse.apply_views), not prose
+            out.append(line.lstrip()[2:])
     return out
 
 

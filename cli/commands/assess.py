@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cli.common import run_flow, run_tags, settings_options
+from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
 STRATEGY_NAMES = ["random", "low-confidence", "disagreement", "ranking-impact"]
@@ -34,7 +34,7 @@ def assess() -> None:
 @click.option("--budget", required=True, help="The plan's size: a number of pairs (40) or a share of the pool (10%).")
 @click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="random", show_default=True)
 @click.option("--name", "plan_name", help="The plan's name [<run>-<strategy>]; an existing plan grows to --budget.")
-@click.option("--seed", type=int, default=42, show_default=True, help="Orders the pairs the strategy ranks equal.")
+@click.option("--seed", type=bounded(0), default=42, show_default=True, help="Orders equal-ranked pairs.")
 @click.option("--run-file", "run_files", multiple=True, type=click.Path(dir_okay=False),
               help="A system's TREC run (repeatable): what --strategy ranking-impact ranks by.")  # fmt: skip
 @settings_options

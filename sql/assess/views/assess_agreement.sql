@@ -1,3 +1,4 @@
+-- needs: assess_plans, assess_pairs, assess_labels
 -- Per plan, assessor and reference: how often the assessor's labels equal the reference's and Cohen's kappa (four
 -- grades). References: 'qrels' (the collection's human qrels, where they judge the pair), 'llm' (the judge run's
 -- majority label the plan stored) and 'assessor <name>' (another assessor of the same pairs, with --overlap).

@@ -1,3 +1,4 @@
+-- needs: trust_studies, trust_agreement, trust_flips, trust_scores, trust_intervals
 -- Per trust study: what it ranked, how alike the human and the LLM rankings are (each statistic with its bootstrap
 -- interval), how many pairs flip, and per interval method the share of systems whose interval covers the full human
 -- score and the mean width.

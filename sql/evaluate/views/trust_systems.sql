@@ -1,3 +1,4 @@
+-- needs: trust_studies, trust_scores, trust_intervals
 -- Per trust study, system and interval method: the system's mean score under the full human qrels and the LLM's,
 -- its rank under each (1 = best), the interval for its human score from the human sample, and whether the interval
 -- covers the full human score (the human qrels exist here, so coverage can be checked).

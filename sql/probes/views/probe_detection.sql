@@ -1,3 +1,4 @@
+-- needs: probe_sets, probe_docs
 -- How well a signal separates a kind's copies from the clean copies they are compared with: the area under the ROC
 -- curve (Mann-Whitney: ties count one half; rank-based, equal to scikit-learn's roc_auc_score), per run, kind,
 -- signal, personality ('all' for persona_disagreement), CoT and confidence method. 0.5 is chance; null when one side

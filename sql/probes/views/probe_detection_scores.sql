@@ -1,3 +1,4 @@
+-- needs: probe_sets, probe_docs
 -- What a detector sees of each probe copy and of each clean copy it is compared with, per signal:
 -- low_confidence (100 - confidence; per personality) and persona_disagreement (highest minus lowest label over the
 -- run's personalities, personality 'all'; only where at least two personalities labelled it).

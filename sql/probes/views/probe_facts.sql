@@ -1,3 +1,4 @@
+-- needs: probe_sets, probe_docs
 -- One row per judgment of a probe copy (every copy but the clean ones) beside the same judge setting's judgment of
 -- its clean copy (same run, personality, CoT and confidence method): the input of the probe measures. Only
 -- published runs of probe collections (stg_judgment_facts), so a failed or stale run counts for nothing.

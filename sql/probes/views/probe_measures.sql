@@ -1,3 +1,4 @@
+-- needs: probe_sets, probe_docs
 -- The probe measures per run, kind, personality, CoT and confidence method: how often an attack raised a
 -- non-relevant pair to relevant, how far labels and confidences moved, and how well low confidence or persona
 -- disagreement tells the attacked copies from the clean ones. A control kind's (paraphrase) rates say how often a
