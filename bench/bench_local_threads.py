@@ -177,7 +177,19 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         if free_before and "0" in by and name.startswith("chosen"):
             ratio = by["0"] / free_before
             rows.append(headline(f"{name}: free rate vs before", round(ratio, 3), "x", ">= 0.9", ratio >= 0.9))
+    rows.extend(adaptive_share(runs))
     return {"medians_items_per_min": medians, "headline": rows}
+
+
+def adaptive_share(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What peras does: the free-core flags on free cores, the busy flags beside the busy loops (one headline)."""
+    free = [r["items_per_min"] for r in runs if r["hogs"] == 0 and r["flags"] == thread_flags(cores_free=2.0)]
+    busy = [r["items_per_min"] for r in runs if r["hogs"] != 0 and r["flags"] == thread_flags(cores_free=0.0)]
+    if not free or not busy or not statistics.median(free):
+        return []
+    share = statistics.median(busy) / statistics.median(free)
+    name = "adaptive (free-core flags free, busy flags loaded): loaded / free items a minute"
+    return [headline(name, round(share, 3), "x", ">= 0.33", share >= 1 / 3)]
 
 
 if __name__ == "__main__":
