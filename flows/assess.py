@@ -10,6 +10,7 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.assess.hybrid import HybridQrels, hybrid_qrels, write_hybrid
+from tasks.assess.plan import DEFAULT_STRATEGY
 from tasks.assess.tasks import import_labels, load_plan, load_stored_plan, pick_pairs, store_plan
 from tasks.evaluate.tasks import load_run_labels, one_qrels
 from tasks.publish.tasks import publish_analyst_snapshot
@@ -20,7 +21,7 @@ def assess_plan(
     collection: str,
     run: str,
     budget: str,
-    strategy: str = "random",
+    strategy: str = DEFAULT_STRATEGY,
     name: str | None = None,
     seed: int = 42,
     run_files: list[str] | None = None,
