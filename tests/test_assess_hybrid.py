@@ -89,3 +89,24 @@ def test_a_plan_scores_only_the_systems_of_its_collection():
     assert hybrid.check_collection("sample") is hybrid
     with pytest.raises(UsageError, match=r"^plan 'impact' is for collection 'sample', not 'dl19': give the plan of"):
         hybrid.check_collection("dl19")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # a good line first: nothing of the file is stored, not even it
+        ("s1 0 e1 2\ns1 0 e2 7\n", "{path}:2: label '7' is not one of 0, 1, 2, 3: fix the file and import it again"),
+        ("s1 0 e1 2\ns1 0 e2 -1\n", "{path}:2: label '-1' is not one of 0, 1, 2, 3: fix the file and import it again"),
+        ("s1 0 e1 2\nq9 0 zz 1\n",
+         "{path}:2: pair (q9, zz) is not in plan 'impact' (1 such lines): label only its pairs"),
+    ],
+)  # fmt: skip
+def test_an_import_with_a_wrong_line_stores_nothing_and_keeps_the_labels_given(assessed, capsys, tmp_path, text,
+                                                                               message):  # fmt: skip
+    path = tmp_path / "wrong.qrels"
+    path.write_text(text)
+    before = snapshot(assessed.warehouse)
+    result = cli(capsys, assessed, "assess", "import", str(path), "--plan", "impact", "--assessor", "ana")
+    assert (result.exit_code, result.err) == (2, f"error: {message.format(path=path)}\n")
+    assert snapshot(assessed.warehouse) == before
