@@ -9,7 +9,8 @@ from typing import Any
 from prefect import flow
 
 from peras.settings import Settings, load_settings
-from tasks.assess.hybrid import hybrid_qrels, write_hybrid
+from tasks.assess.hybrid import HybridQrels, hybrid_qrels, write_hybrid
+from tasks.assess.plan import DEFAULT_STRATEGY
 from tasks.assess.tasks import import_labels, load_plan, load_stored_plan, pick_pairs, store_plan
 from tasks.evaluate.tasks import load_run_labels, one_qrels
 from tasks.publish.tasks import publish_analyst_snapshot
@@ -20,7 +21,7 @@ def assess_plan(
     collection: str,
     run: str,
     budget: str,
-    strategy: str = "random",
+    strategy: str = DEFAULT_STRATEGY,
     name: str | None = None,
     seed: int = 42,
     run_files: list[str] | None = None,
@@ -48,6 +49,24 @@ def assess_import(
     return summary
 
 
+@flow(name="hybrid-qrels", flow_run_name="hybrid-qrels-{plan}", log_prints=True)
+def plan_hybrid_qrels(
+    plan: str,
+    personality: str | None = None,
+    aggregate: str | None = None,
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    settings: Settings | None = None,
+) -> HybridQrels:
+    """The plan's human labels where given, its judge run's LLM labels elsewhere (what `export-qrels --hybrid`
+    writes and `evaluate --qrels hybrid:PLAN` scores), with the run's labels they came from."""
+    settings = settings or load_settings()
+    stored = load_stored_plan(settings, plan)
+    labels = load_run_labels(settings, stored.row["judge_run_name"], cot, confidence_method)
+    llm = one_qrels(labels, personality, aggregate)
+    return HybridQrels(plan, stored.row["collection_id"], labels, hybrid_qrels(llm, stored.labels))
+
+
 @flow(name="export-hybrid-qrels", flow_run_name="export-hybrid-{plan}", log_prints=True)
 def export_hybrid_qrels(
     plan: str,
@@ -60,7 +79,5 @@ def export_hybrid_qrels(
 ) -> dict[str, Any]:
     """The plan's human labels where given, its judge run's LLM labels elsewhere, as TREC qrels with provenance."""
     settings = settings or load_settings()
-    stored = load_stored_plan(settings, plan)
-    labels = load_run_labels(settings, stored.row["judge_run_name"], cot, confidence_method)
-    llm = one_qrels(labels, personality, aggregate)
-    return write_hybrid(settings, hybrid_qrels(llm, stored.labels), Path(output))
+    hybrid = plan_hybrid_qrels(plan, personality, aggregate, cot, confidence_method, settings)
+    return write_hybrid(settings, hybrid.qrels, Path(output))

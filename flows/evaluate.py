@@ -14,10 +14,12 @@ from typing import Any
 
 from prefect import flow
 
+from flows.assess import plan_hybrid_qrels
 from flows.judge import judge
 from peras.settings import Settings, load_settings
 from tasks.evaluate.holes import check_shares, fill_experiment, store_holes, summarize_holes
 from tasks.evaluate.tasks import (
+    HYBRID,
     build_runs,
     check_collection,
     collapse_duplicates,
@@ -85,7 +87,8 @@ def evaluate(
     missing_topics: str = "skip",
     dedupe: bool = False,
 ) -> dict[str, Any]:
-    """Score the systems under the human qrels and (qrels a run name, or 'filled' with run) the LLM's; compare.
+    """Score the systems under the human qrels and (qrels 'llm' or 'filled' with run, or 'hybrid:PLAN') the LLM's;
+    compare.
 
     missing_topics: 'skip' (trec_eval's default) or 'zero' (trec_eval -c) for qrels topics a run lacks.
     dedupe: score one system of each near-duplicate group (the same top 10 on every judged topic); the groups are
@@ -98,8 +101,12 @@ def evaluate(
     chosen = measures or DEFAULT_MEASURES
     human = load_human_qrels(settings, collection)
     runs, duplicates = collapse_duplicates(read_run_files(run_files, human, collection), dedupe)
-    labels = load_run_labels(settings, run, cot, confidence_method) if run else None
-    sets = qrels_sets(human, check_collection(labels, collection) if labels else None, qrels, personality, aggregate)
+    plan = qrels.removeprefix(HYBRID) if qrels.startswith(HYBRID) else None
+    hybrid = plan_hybrid_qrels(plan, personality, aggregate, cot, confidence_method, settings) if plan else None
+    hybrid = hybrid.check_collection(collection) if hybrid else None
+    labels = hybrid.labels if hybrid else load_run_labels(settings, run, cot, confidence_method) if run else None
+    made = check_collection(labels, collection) if labels else None
+    sets = qrels_sets(human, made, qrels, personality, aggregate, hybrid)
     scores = score_under(runs, sets, chosen, missing_topics)
     evaluation = make_evaluation(collection, qrels, labels, chosen, runs, scores, rank_agreement(scores))
     evaluation_id = store_evaluation(settings, evaluation)

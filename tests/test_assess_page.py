@@ -38,7 +38,19 @@ def plan8(settings, tmp_path, capsys, ingested):
     """The sample, an imported judge run and a random plan 'people' of 8 pairs."""
     ingested("sample", settings)
     import_sample_run(capsys, settings.warehouse, tmp_path)
-    args = ["assess", "plan", "sample", "--run", "elsewhere", "--budget", "8", "--name", "people"]
+    args = [
+        "assess",
+        "plan",
+        "sample",
+        "--run",
+        "elsewhere",
+        "--budget",
+        "8",
+        "--strategy",
+        "random",
+        "--name",
+        "people",
+    ]
     result = run_cli(capsys, *args, "--warehouse", str(settings.warehouse))
     assert result.exit_code == 0, result.err
     return settings

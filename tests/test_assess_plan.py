@@ -186,7 +186,7 @@ def test_a_plan_picks_the_least_confident_pairs_and_grows_without_re_picking(pla
         (["assess", "plan", "dl19", "--run", "elsewhere", "--budget", "3", "--strategy", "low-confidence",
           "--name", "unsure"], "judge run 'elsewhere' judged collection 'sample', not 'dl19'"),
         (["assess", "plan", "sample", "--run", "elsewhere", "--budget", "3", "--name", "unsure"],
-         "plan 'unsure' was made with strategy 'low-confidence', not 'random': extend it as it was made, or give "
+         "plan 'unsure' was made with strategy 'low-confidence', not 'combined': extend it as it was made, or give "
          "another --name"),
         (["assess", "plan", "sample", "--run", "elsewhere", "--budget", "41"],
          "--budget 41 is 41 pairs, above the pool of 40 pairs the judge run labels: give at most the pool"),

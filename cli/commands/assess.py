@@ -11,7 +11,7 @@ import click
 from cli.common import bounded, run_flow, run_tags, settings_options
 from peras.settings import Settings
 
-STRATEGY_NAMES = ["random", "low-confidence", "disagreement", "ranking-impact"]
+STRATEGY_NAMES = ["combined", "random", "low-confidence", "disagreement", "ranking-impact"]  # tasks/assess/plan.py
 
 
 @click.group()
@@ -32,7 +32,7 @@ def assess() -> None:
 @click.argument("collection")
 @click.option("--run", "run_name", required=True, help="The published judge run whose pool and labels to plan from.")
 @click.option("--budget", required=True, help="The plan's size: a number of pairs (40) or a share of the pool (10%).")
-@click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="random", show_default=True)
+@click.option("--strategy", type=click.Choice(STRATEGY_NAMES), default="combined", show_default=True)
 @click.option("--name", "plan_name", help="The plan's name [<run>-<strategy>]; an existing plan grows to --budget.")
 @click.option("--seed", type=bounded(0), default=42, show_default=True, help="Orders equal-ranked pairs.")
 @click.option("--run-file", "run_files", multiple=True, type=click.Path(dir_okay=False),
@@ -50,14 +50,17 @@ def plan(
 ) -> None:
     """Pick the pairs of a judge run's pool people should label, up to a budget, and store them as a plan.
 
-    random: a seeded draw; low-confidence: the pairs the judge was least sure of; disagreement: the pairs its
-    personalities label most differently; ranking-impact: the pairs whose label moves the systems of --run-file
-    apart most (minimal test collections' weight at nDCG@10). Run again with a larger budget to extend the plan:
+    combined (the default): ranking-impact's weight times how unsure the run is of the pair, from whichever signals
+    the run holds (docs/assess.md: best or level with the best on LLMJudge and DL21); random: a seeded draw;
+    low-confidence: the pairs the judge was least sure of; disagreement: the pairs its personalities label most
+    differently; ranking-impact: the pairs whose label moves the systems of --run-file apart most (minimal test
+    collections' weight at nDCG@10). Run again with a larger budget to extend the plan:
     the pairs it holds stay, and a plan of 20 extended to 40 holds the same pairs as a plan of 40.
 
     \b
     Examples:
         peras assess plan sample --run sample-default --budget 8 --strategy low-confidence
+        peras assess plan dl21 --run dl21-judge --budget 10% --run-file runs/dl21/*.run
         peras assess plan dl19 --run dl19-personas --budget 5% --strategy disagreement --name dl19-people
         peras assess plan dl19 --run dl19-judge --budget 100 --strategy ranking-impact --run-file runs/*.run
     """

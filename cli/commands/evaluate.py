@@ -106,7 +106,8 @@ def export_qrels(
     "--qrels",
     default="human",
     show_default=True,
-    help="'human', a judge run's name (its labels alone), or 'filled' (human + the --run's labels in the holes).",
+    help="'human', a judge run's name (its labels alone), 'filled' (human + the --run's labels in the holes), or "
+    "'hybrid:PLAN' (an assessment plan's people's labels, its judge run's elsewhere: docs/assess.md).",
 )
 @click.option("--run", "run_name", help="With --qrels filled: the judge run whose labels fill the holes.")
 @label_options
@@ -148,6 +149,7 @@ def evaluate(
         peras evaluate runs/dl19/*.run --collection dl19
         peras evaluate runs/dl19/*.run --collection dl19 --qrels dl19-judge --measure nDCG@10 --measure AP@100
         peras evaluate my.run --collection llmjudge --qrels filled --run llmjudge-import-1 --format json
+        peras evaluate runs/sample/*.run --collection sample --qrels hybrid:sample-default-random
         peras evaluate partial.run --collection dl19 --missing-topics zero
         peras evaluate ../shared/data/dl21/runs/*.run.gz --collection dl21 --dedupe
     """
@@ -155,8 +157,10 @@ def evaluate(
     from tasks.evaluate.ranking import parse_measures
 
     parse_measures(measures)  # before a flow run: a bad measure is a usage error, never a crash in pytrec_eval
-    source = qrels if qrels in ("human", "filled") else "llm"
+    source = qrels if qrels in ("human", "filled") or qrels.startswith("hybrid:") else "llm"
     judge_run = qrels if source == "llm" else run_name
+    if source.startswith("hybrid:") and (run_name or not source.removeprefix("hybrid:")):
+        raise UsageError(f"--qrels {qrels}: give hybrid:PLAN alone (the plan names its judge run), no --run")
     if source == "filled" and not run_name:
         raise UsageError("--qrels filled needs --run NAME: the judge run whose labels fill the holes")
     chosen: dict[str, Any] = {

@@ -3,6 +3,7 @@ each line came from."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,29 @@ import polars as pl
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from peras.errors import UsageError
 from peras.outputs import write_files
 from peras.settings import Settings
+
+
+@dataclass(frozen=True)
+class HybridQrels:
+    """A plan's hybrid qrels: the plan, its collection, the judge run's labels (evaluate's RunLabels) and the qrels
+    [query_id, doc_id, relevance, source, assessors, llm_label] (hybrid_qrels)."""
+
+    plan_name: str
+    collection_id: str
+    labels: Any
+    qrels: pl.DataFrame
+
+    def check_collection(self, collection_id: str) -> HybridQrels:
+        """A plan's labels score only the systems of the collection it was made for."""
+        if self.collection_id != collection_id:
+            raise UsageError(
+                f"plan {self.plan_name!r} is for collection {self.collection_id!r}, not {collection_id!r}: "
+                "give the plan of the runs' collection"
+            )
+        return self
 
 
 def human_votes(labels: pl.DataFrame) -> pl.DataFrame:

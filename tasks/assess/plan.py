@@ -25,28 +25,65 @@ class Strategy:
     score: Callable[[pl.DataFrame], pl.Expr]
 
 
+SIGNALS: dict[str, Callable[[], pl.Expr]] = {
+    "low-confidence": lambda: 1.0 - pl.col("mean_confidence").fill_null(0.0) / 100.0,
+    "disagreement": lambda: pl.col("label_entropy"),
+    "ranking-impact": lambda: pl.col("rank_spread"),
+}
+MAX_ENTROPY = 2.0  # bits: four labels in equal shares
+FLOOR = 0.1  # a pair every judge agrees on still counts a tenth of its rank spread (the agreement may be wrong)
+
+
+def signals_in(pool: pl.DataFrame) -> list[str]:
+    """The strategies whose signal this pool holds: confidences, labels that differ, systems that rank its pairs."""
+    held = {
+        "low-confidence": pool["mean_confidence"].drop_nulls().n_unique() > 1,
+        "disagreement": bool(pool["label_entropy"].max() or 0.0),
+        "ranking-impact": "rank_spread" in pool.columns and bool(pool["rank_spread"].max() or 0.0),
+    }
+    return [name for name, present in held.items() if present]
+
+
+def combined_score(pool: pl.DataFrame) -> pl.Expr:
+    """The rank spread (what a label can move) times how unsure the run is of the pair (the mean of 1 - confidence/100
+    and entropy/2 bits, whichever the run holds, plus FLOOR): the expected change of the ranking a person's label
+    brings. Without run files: the unsureness alone; without confidences or personalities: the spread alone."""
+    held = signals_in(pool)
+    unsure = [SIGNALS[name]() / (MAX_ENTROPY if name == "disagreement" else 1.0) for name in held
+              if name != "ranking-impact"]  # fmt: skip
+    doubt = pl.mean_horizontal(unsure) if unsure else pl.lit(1.0)
+    return SIGNALS["ranking-impact"]() * (FLOOR + doubt) if "ranking-impact" in held else doubt
+
+
 STRATEGIES = {
     s.name: s
     for s in (
+        Strategy(
+            "combined",
+            "ranking-impact's spread (with --run-file) times how unsure the run is of the pair (low-confidence, "
+            "disagreement: whichever the run holds): the expected change of the ranking",
+            combined_score,
+        ),
         Strategy("random", "a seeded random draw (what `peras holes` hides)", lambda pool: pl.lit(0.0)),
         Strategy(
             "low-confidence",
             "the pairs whose labels the judge was least confident of (1 - mean confidence/100; none counts as 0)",
-            lambda pool: 1.0 - pl.col("mean_confidence").fill_null(0.0) / 100.0,
+            lambda pool: SIGNALS["low-confidence"](),
         ),
         Strategy(
             "disagreement",
             "the pairs whose labels differ most across the run's personalities (entropy of the labels, bits)",
-            lambda pool: pl.col("label_entropy"),
+            lambda pool: SIGNALS["disagreement"](),
         ),
         Strategy(
             "ranking-impact",
             "the pairs whose label moves the systems of --run-file apart most (MTC's weight: the sum over system "
             "pairs of the difference of their nDCG@10 discounts for the passage)",
-            lambda pool: pl.col("rank_spread"),
+            lambda pool: SIGNALS["ranking-impact"](),
         ),
     )
 }
+DEFAULT_STRATEGY = "combined"
 DEPTH = 10  # the ranks whose label changes nDCG@10
 
 

@@ -17,7 +17,7 @@ from peras.settings import Settings
 from peras.sql import query_frame, query_rows, run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.assess.label_files import check_labels, read_label_file
-from tasks.assess.plan import STRATEGIES, budget_size, next_pairs, rank_spread
+from tasks.assess.plan import STRATEGIES, budget_size, next_pairs, rank_spread, signals_in
 from tasks.shared.judge_runs import published_judge_run
 from tasks.shared.run_files import read_run_lines
 
@@ -113,6 +113,11 @@ def check_signal(run_name: str, strategy: str, pool: pl.DataFrame, n_personaliti
         raise UsageError(
             f"judge run {run_name!r} has no confidences: --strategy low-confidence has nothing to rank by; "
             "use --strategy disagreement or random"
+        )
+    if strategy == "combined" and not signals_in(pool):
+        raise UsageError(
+            f"judge run {run_name!r} has no confidences and one personality, and no --run-file ranks its pairs: "
+            "--strategy combined has nothing to rank by; give --run-file or use --strategy random"
         )
     if strategy == "disagreement" and n_personalities < 2:
         raise UsageError(

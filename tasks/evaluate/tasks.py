@@ -30,6 +30,7 @@ from tasks.shared.judge_runs import published_judge_run
 from tasks.shared.run_files import read_run_lines
 
 HUMAN = "human"
+HYBRID = "hybrid:"  # --qrels hybrid:PLAN: an assessment plan's hybrid qrels (docs/assess.md)
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,18 @@ def llm_qrels(labels: RunLabels, personality: str | None, aggregate: str | None)
 
 @task(cache_policy=NO_CACHE)
 def qrels_sets(
-    human: pl.DataFrame, labels: RunLabels | None, source: str, personality: str | None, aggregate: str | None
+    human: pl.DataFrame,
+    labels: RunLabels | None,
+    source: str,
+    personality: str | None,
+    aggregate: str | None,
+    hybrid: Any = None,
 ) -> dict[str, pl.DataFrame]:
-    """The human qrels and, for source 'llm' or 'filled', one qrels set per personality (or the aggregate's)."""
+    """The human qrels and, for source 'llm' or 'filled', one qrels set per personality (or the aggregate's); for
+    'hybrid:PLAN', the plan's hybrid qrels (`hybrid`, the assess stage's HybridQrels, which the flow hands over)."""
+    if hybrid is not None:
+        made = hybrid.qrels.select("query_id", "doc_id", "relevance")
+        return {HUMAN: human.join(made.select("query_id").unique(), on="query_id", how="semi"), source: made}
     if labels is None:
         return {HUMAN: human}
     made = llm_qrels(labels, personality, aggregate)
@@ -140,6 +150,7 @@ def make_evaluation(
 ) -> Evaluation:
     """What one `peras evaluate` call stores."""
     run_id = labels.run_id if labels else None
+    source = "hybrid" if source.startswith(HYBRID) else source
     return Evaluation(collection_id, source, run_id, measures, system_sources(runs), scores, agreement)
 
 
