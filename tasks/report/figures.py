@@ -14,10 +14,11 @@ from prefect.cache_policies import NO_CACHE
 
 from peras.metric_names import metric_title
 from peras.progress import track
-from tasks.report import charts
+from tasks.report import charts, interactive
 from tasks.report.data import ReportData
 from tasks.report.evaluate import evaluate_figures
 from tasks.report.fuse import fuse_figures
+from tasks.report.interactive import Spec
 from tasks.report.methods import draw_method_diagrams
 from tasks.report.personas import persona_figures
 from tasks.report.tables import AGREEMENT_METRICS, RELIABILITY_METRICS, Setting, order_personalities
@@ -41,17 +42,24 @@ FIGURE_NAMES = (
 # The bars of the confidence figures unless --personality is given: the study's Figure 3 (judgments labelled 0)
 # compares HN with LC; the mean confidence of all judgments, a few contrasting personalities.
 PREDICTED_ZERO_PERSONALITIES = ["HN", "LC"]
+ZERO_AXIS = "human relevance label of the pairs the judge labelled 0"
+ALL_AXIS = "human relevance label (any judged label)"
+PERSONALITY_PAIR = ("personality_a", "personality_b")
 CONFIDENCE_PERSONALITIES = ["default", "HA", "LA", "HN", "LN"]
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One PNG of the report: which section and setting it belongs to, and where it was written."""
+    """One PNG of the report: which section and setting it belongs to, and where it was written; its interactive
+    version (a Vega-Lite spec) where it has one, and the group of PNGs that one interactive chart stands for (the
+    reliability diagrams of a run and method with and without CoT; by default the PNG alone)."""
 
     section: str
     setting: str
     title: str
     path: Path
+    spec: Spec | None = None
+    group: str = ""
 
 
 @task(cache_policy=NO_CACHE)
@@ -94,7 +102,8 @@ def _judge_figures(data: ReportData, out: Path) -> list[Figure]:
         path = charts.draw_kappa_heatmap(
             kappa, names, title, out / f"kappa-runs-{slug}.png", pair=("run_name_a", "run_name_b")
         )
-        figures.append(Figure("judges", collection_id, title, path))
+        spec = interactive.kappa_heatmap(kappa, names, title, ("run_name_a", "run_name_b"), "run")
+        figures.append(Figure("judges", collection_id, title, path, spec))
     return figures
 
 
@@ -112,61 +121,73 @@ def _setting_figures(
     shown = [p for p in chosen_all if p in set(confidence["personality"].to_list())]
     ece = {r["personality"]: r["value"] for r in metrics.filter(pl.col("metric") == "ece").iter_rows(named=True)}
     many, kappa, bins = len(personalities) >= 3, s.rows(data.personality_kappa), s.rows(data.calibration_bins)
-    plan: list[tuple[bool, str, str, str, Callable[..., Path], tuple[Any, ...]]] = [
-        # (draw it?, section, title, file name, function, its data arguments)
-        (
-            many,
-            "radar",
-            ", ".join(map(metric_title, AGREEMENT_METRICS)),
-            "radar-agreement",
-            charts.draw_radar,
-            (metrics, personalities, AGREEMENT_METRICS),
-        ),
-        (
-            many and has_confidence,
-            "radar",
-            ", ".join(map(metric_title, RELIABILITY_METRICS)),
-            "radar-reliability",
-            charts.draw_radar,
-            (metrics, personalities, RELIABILITY_METRICS),
-        ),
-        (
-            len(personalities) >= 2,
-            "kappa",
-            "Cohen's kappa between personalities",
-            "kappa-personalities",
-            charts.draw_kappa_heatmap,
-            (kappa, personalities),
-        ),
-        (
-            has_confidence and bool(shown_zero),
-            "confidence",
-            "Mean confidence of the judgments labelled 0, by human relevance",
-            "confidence-predicted-0",
-            charts.draw_confidence_bars,
-            (zero, shown_zero, "human relevance label of the pairs the judge labelled 0"),
-        ),
-        (
-            has_confidence and bool(shown),
-            "confidence_all",
-            "Mean confidence of all judgments, by human relevance",
-            "confidence-by-label",
-            charts.draw_confidence_bars,
-            (confidence, shown, "human relevance label (any judged label)"),
-        ),
-        (
-            has_confidence,
-            "calibration",
-            "Reliability diagrams",
-            "reliability",
-            charts.draw_reliability_diagrams,
-            (bins, ece, personalities),
-        ),
-    ]
-    return [
-        Figure(
-            section, s.label, f"{title} · {s.label}", draw(*args, f"{title} · {s.label}", out / f"{stem}-{s.slug}.png")
-        )
-        for wanted, section, title, stem, draw, args in plan
-        if wanted
-    ]
+    plan: list[tuple[bool, str, str, str, Callable[..., Path], tuple[Any, ...], Callable[[str], Spec | None]]] = [
+        # (draw it?, section, title, file name, function, its data arguments, its interactive spec from the title)
+        (many, "radar", ", ".join(map(metric_title, AGREEMENT_METRICS)), "radar-agreement", charts.draw_radar,
+         (metrics, personalities, AGREEMENT_METRICS), lambda _: None),
+        (many and has_confidence, "radar", ", ".join(map(metric_title, RELIABILITY_METRICS)), "radar-reliability",
+         charts.draw_radar, (metrics, personalities, RELIABILITY_METRICS), lambda _: None),
+        (len(personalities) >= 2, "kappa", "Cohen's kappa between personalities", "kappa-personalities",
+         charts.draw_kappa_heatmap, (kappa, personalities),
+         lambda title: interactive.kappa_heatmap(kappa, personalities, title, PERSONALITY_PAIR, "personality")),
+        (has_confidence and bool(shown_zero), "confidence",
+         "Mean confidence of the judgments labelled 0, by human relevance", "confidence-predicted-0",
+         charts.draw_confidence_bars, (zero, shown_zero, ZERO_AXIS),
+         lambda title: interactive.confidence_bars(zero, shown_zero, ZERO_AXIS, title)),
+        (has_confidence and bool(shown), "confidence_all", "Mean confidence of all judgments, by human relevance",
+         "confidence-by-label", charts.draw_confidence_bars, (confidence, shown, ALL_AXIS),
+         lambda title: interactive.confidence_bars(confidence, shown, ALL_AXIS, title)),
+        (has_confidence, "calibration", "Reliability diagrams", "reliability", charts.draw_reliability_diagrams,
+         (bins, ece, personalities), lambda _: _calibration_spec(data, s)),
+    ]  # fmt: skip
+    figures = []
+    for wanted, section, title, stem, draw, args, spec in plan:
+        if wanted:
+            full = f"{title} · {s.label}"
+            group = f"reliability-{s.run_name}-{s.confidence_method}" if section == "calibration" else ""
+            path = draw(*args, full, out / f"{stem}-{s.slug}.png")
+            figures.append(Figure(section, s.label, full, path, spec(full), group))
+    return figures
+
+
+def _calibration_spec(data: ReportData, s: Setting) -> Spec:
+    """The interactive reliability diagrams of the setting's run and method, with and without CoT in one chart."""
+    mine = (pl.col("run_name") == s.run_name) & (pl.col("confidence_method") == s.confidence_method)
+    ece_rows = data.table_metrics.filter(mine & (pl.col("metric") == "ece"))
+    ece = {(bool(r["cot"]), r["personality"]): r["value"] for r in ece_rows.iter_rows(named=True)}
+    points = interactive.calibration_points(data.calibration_bins.filter(mine), ece)
+    personalities = order_personalities({p["personality"] for p in points})
+    title = f"Reliability diagrams · {s.run_name} · {s.confidence_method} · CoT and no CoT"
+    return interactive.reliability_diagrams(points, personalities, title)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the page shows for one or more PNGs: their interactive chart (its spec as JSON) with the PNGs as the
+    fallback of a reader without JavaScript, or the PNG alone."""
+
+    section: str
+    setting: str
+    title: str
+    figures: list[Figure]
+    spec: str | None
+    element_id: str
+
+    @property
+    def path(self) -> Path:
+        """The (first) PNG's path."""
+        return self.figures[0].path
+
+
+def views_of(figures: list[Figure]) -> list[View]:
+    """The figures as the page shows them, in their order: a group of PNGs (Figure.group) becomes one view."""
+    groups: dict[str, list[Figure]] = {}
+    for figure in figures:
+        groups.setdefault(figure.group or f"{figure.section}/{figure.path.name}", []).append(figure)
+    views = []
+    for k, members in enumerate(groups.values()):
+        first = members[0]
+        title = first.title if len(members) == 1 or first.spec is None else str(first.spec["title"])
+        spec = None if first.spec is None else interactive.spec_json(first.spec)
+        views.append(View(first.section, first.setting, title, members, spec, f"chart-{k}"))
+    return views

@@ -19,7 +19,8 @@ from peras.outputs import check_writable, refuse_warehouse_files, write_files
 from peras.settings import Settings
 from peras.warehouse import now
 from tasks.report.data import ReportData, read_report_data
-from tasks.report.figures import Figure, draw_figures
+from tasks.report.figures import Figure, draw_figures, views_of
+from tasks.report.interactive import vega_bundle
 from tasks.report.methods import method_tables
 from tasks.report.tables import (
     AGREEMENT_METRICS,
@@ -79,7 +80,8 @@ def data_uri(path: Path) -> str:
 
 @task(cache_policy=NO_CACHE)
 def render_report(data: ReportData, figures: list[Figure], priming_plots: list[Path], filters: dict[str, Any]) -> str:
-    """The report as one HTML page (tasks/report/report.html.j2), every image inlined."""
+    """The report as one HTML page (tasks/report/report.html.j2), every image inlined; the charts that have an
+    interactive version drawn by the inlined Vega-Lite, their PNGs kept for a reader without JavaScript."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -90,6 +92,7 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
     environment.filters["num"] = fmt
     environment.filters["count"] = fmt_count
     environment.filters["data_uri"] = data_uri
+    views = views_of(figures)
     context = {
         "generated_at": now(),
         "filters": filters,
@@ -98,7 +101,9 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "imports": data.imports.to_dicts(),
         "agreement_tables": metric_tables(data.table_metrics, AGREEMENT_METRICS),
         "reliability_tables": metric_tables(data.table_metrics, RELIABILITY_METRICS),
-        "figures": {section: [f for f in figures if f.section == section] for section in SECTIONS},
+        "figures": {section: [v for v in views if v.section == section] for section in SECTIONS},
+        "has_charts": any(v.spec for v in views),
+        "vega_bundle": vega_bundle() if any(v.spec for v in views) else "",
         "method_tables": method_tables(data.method_comparison, filters.get("personalities")),
         "classifier_tables": _classifier_tables(data.classifier),
         "classifier_titles": list(CLASSIFIER_METRIC_TITLES.values()),
