@@ -39,6 +39,7 @@ READS = [
     "calibration_bins",
     "classifier",
     "method_comparison",
+    "probe_measures",
 ]
 
 
@@ -57,6 +58,7 @@ class ReportData:
     calibration_bins: pl.DataFrame
     classifier: pl.DataFrame
     method_comparison: pl.DataFrame  # settings judged with 2+ confidence methods (select_method_comparison.sql)
+    probe_measures: pl.DataFrame  # the report's probe runs' measures (select_probe_measures.sql)
     priming_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)
     pairwise_views: dict[str, tuple[pl.DataFrame, int]] = field(default_factory=dict)  # sql/pairwise/views
     persona_checks: list[PersonaCheck] = field(default_factory=list)  # published personas check runs

@@ -2,8 +2,9 @@
 
 Each spec carries its data inline and is drawn in the page by vega-embed, whose JavaScript (Vega, Vega-Lite and
 vega-embed in one bundle, from vl-convert-python) is inlined once per page: the report opens offline. Hovering a mark
-shows its name (personality, run, system) and numbers; the reliability diagrams zoom and pan (drag, wheel) and switch
-CoT on and off (click the legend); the bars switch personalities on and off the same way.
+shows its name (personality, run, system) and numbers; the reliability diagrams zoom and pan (wheel, drag) and show
+CoT, no CoT or both (radio buttons); a click on the legend of the bars (personalities) and of the systems' scatter
+(qrels sets) switches one off and on.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def confidence_bars(confidence: pl.DataFrame, personalities: Sequence[str], xlab
          "n_judgments": r["n_judgments"]}
         for r in confidence.filter(pl.col("personality").is_in(list(personalities))).iter_rows(named=True)
     ]  # fmt: skip
-    pick = alt.selection_point(fields=["personality"], bind="legend")
+    pick = alt.selection_point(fields=["personality"], bind="legend", name="personality_shown")
     chart = (
         alt.Chart(alt.Data(values=values))
         .mark_bar()
@@ -106,7 +107,7 @@ def calibration_points(bins: pl.DataFrame, ece: dict[tuple[bool, str], float | N
     return [
         {"personality": r["personality"], "cot": COT[bool(r["cot"])],
          "bin": f"{r['confidence_lower']}-{r['confidence_upper']}",
-         "mean_confidence": r["mean_p"] * 100, "accuracy": r["accuracy"], "n_judgments": r["n_judgments"],
+         "mean_confidence": round(r["mean_p"] * 100, 6), "accuracy": r["accuracy"], "n_judgments": r["n_judgments"],
          "ece": fmt(ece.get((bool(r["cot"]), r["personality"])))}
         for r in bins.filter(pl.col("n_judgments") > 0).sort("cot", "personality", "bin").iter_rows(named=True)
     ]  # fmt: skip
@@ -114,26 +115,30 @@ def calibration_points(bins: pl.DataFrame, ece: dict[tuple[bool, str], float | N
 
 def reliability_diagrams(points: list[dict[str, Any]], personalities: Sequence[str], title: str) -> Spec:
     """A panel per personality: accuracy per confidence bin against the diagonal, a line per CoT setting. Zoom and
-    pan with the wheel and a drag; a click on the legend switches a CoT setting on and off; hover: the bin."""
-    pick = alt.selection_point(fields=["cot"], bind="legend")
-    zoom = alt.selection_interval(bind="scales")
-    cot = alt.Color("cot:N", title="CoT (click to switch)", scale=alt.Scale(domain=list(COT.values())))
+    pan with the wheel and a drag; the radio buttons below show both CoT settings, or one; hover: the bin."""
+    shown = alt.param(
+        name="cot_shown", value="both", bind=alt.binding_radio(options=["both", *COT.values()], name="CoT ")
+    )
+    zoom = alt.selection_interval(bind="scales", name="zoom")
+    cot = alt.Color("cot:N", title="CoT", scale=alt.Scale(domain=list(COT.values())))
     x = alt.X("mean_confidence:Q", title="confidence", scale=alt.Scale(domain=[0, 100]))
     y = alt.Y("accuracy:Q", title="accuracy", scale=alt.Scale(domain=[0, 1]))
     diagonal = (
         alt.Chart()
+        .transform_aggregate(n="count()")  # one rule per panel, not one per bin
         .mark_rule(strokeDash=[4, 3], color="#888888")
         .encode(x=alt.datum(0), y=alt.datum(0), x2=alt.datum(100), y2=alt.datum(1))
     )
-    line = alt.Chart().mark_line().encode(x=x, y=y, color=cot, opacity=alt.condition(pick, alt.value(1), alt.value(0)))
+    chosen = "cot_shown == 'both' || datum.cot == cot_shown"
+    line = alt.Chart().transform_filter(chosen).mark_line(clip=True).encode(x=x, y=y, color=cot)
     dots = (
         alt.Chart()
-        .mark_point(filled=True, size=50)
+        .transform_filter(chosen)
+        .mark_point(filled=True, size=50, clip=True)
         .encode(
             x=x,
             y=y,
             color=cot,
-            opacity=alt.condition(pick, alt.value(1), alt.value(0)),
             tooltip=[
                 alt.Tooltip("personality:N"),
                 alt.Tooltip("cot:N", title="CoT"),
@@ -144,12 +149,13 @@ def reliability_diagrams(points: list[dict[str, Any]], personalities: Sequence[s
                 alt.Tooltip("ece:N", title="ECE"),
             ],
         )
-        .add_params(pick, zoom)
+        .add_params(zoom)
     )
     chart = (
         alt.layer(diagonal, line, dots, data=alt.Data(values=points))
         .properties(width=200, height=180)
         .facet(facet=alt.Facet("personality:N", sort=list(personalities), title=None), columns=4)
+        .add_params(shown)
         .properties(title=title)
     )
     return to_spec(chart)
@@ -162,10 +168,10 @@ def systems_scatter(points: pl.DataFrame, measure: str, title: str) -> Spec:
         {"system": r["system"], "qrels": r["qrels_name"], "human": r["human_value"], "llm": r["value"]}
         for r in chosen.iter_rows(named=True)
     ]
-    pick = alt.selection_point(fields=["qrels"], bind="legend")
+    pick = alt.selection_point(fields=["qrels"], bind="legend", name="qrels_shown")
     chart = (
         alt.Chart(alt.Data(values=values))
-        .mark_point(filled=True, size=60)
+        .mark_point(filled=True, size=60, clip=True)
         .encode(
             x=alt.X("human:Q", title=f"{measure}, human qrels", scale=alt.Scale(zero=False)),
             y=alt.Y("llm:Q", title=f"{measure}, LLM qrels", scale=alt.Scale(zero=False)),
@@ -178,7 +184,7 @@ def systems_scatter(points: pl.DataFrame, measure: str, title: str) -> Spec:
                 alt.Tooltip("llm:Q", title=f"{measure}, LLM", format=".4f"),
             ],
         )
-        .add_params(pick, alt.selection_interval(bind="scales"))
+        .add_params(pick, alt.selection_interval(bind="scales", name="zoom"))
         .properties(title=title, width=380, height=300)
     )
     return to_spec(chart)

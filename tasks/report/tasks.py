@@ -22,6 +22,7 @@ from tasks.report.data import ReportData, read_report_data
 from tasks.report.figures import Figure, draw_figures, views_of
 from tasks.report.interactive import vega_bundle
 from tasks.report.methods import method_tables
+from tasks.report.probes import PROBE_COLUMNS, probe_rows
 from tasks.report.tables import (
     AGREEMENT_METRICS,
     RELIABILITY_METRICS,
@@ -116,6 +117,8 @@ def render_report(data: ReportData, figures: list[Figure], priming_plots: list[P
         "systems_ranked": data.systems_ranked,
         "holes": data.holes,
         "trust": data.trust,
+        "probe_titles": list(PROBE_COLUMNS.values()),
+        "probe_rows": probe_rows(data.probe_measures),
         "n_judgments": int(data.runs["n_judgments"].sum()),
         "n_settings": len(data.settings),
     }
