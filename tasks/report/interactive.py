@@ -22,6 +22,7 @@ from tasks.report.tables import fmt
 Spec = dict[str, Any]
 COT = {False: "no CoT", True: "CoT"}
 MUTED = 0.12  # the opacity of what a legend click switched off
+UNDEFINED = "#d9d9d9"  # an undefined kappa's cell, as in the PNG
 
 
 def to_spec(chart: alt.TopLevelMixin) -> Spec:
@@ -58,16 +59,16 @@ def kappa_heatmap(kappa: pl.DataFrame, names: Sequence[str], title: str, pair: t
     base = alt.Chart(alt.Data(values=values)).encode(
         x=alt.X("b:N", sort=list(names), title=None, axis=alt.Axis(labelAngle=-45)),
         y=alt.Y("a:N", sort=list(names), title=None),
-    )
-    cells = base.mark_rect().encode(
-        color=alt.Color("kappa:Q", scale=alt.Scale(scheme="redyellowgreen", domain=[-1, 1]), title="Cohen's kappa"),
-        tooltip=[
+        tooltip=[  # on the cell and on its number, which covers the cell's middle
             alt.Tooltip("a:N", title=what),
             alt.Tooltip("b:N", title=f"other {what}"),
             alt.Tooltip("text:N", title="Cohen's kappa"),
             alt.Tooltip("n_pairs:Q", title="pairs both labelled", format=","),
         ],
     )
+    scale = alt.Scale(scheme="redyellowgreen", domain=[-1, 1])
+    colour = alt.when("isValid(datum.kappa)").then(alt.Color("kappa:Q", scale=scale, title="Cohen's kappa"))
+    cells = base.mark_rect(invalid="show").encode(color=colour.otherwise(alt.value(UNDEFINED)))  # undefined: grey
     text = base.mark_text(fontSize=8 if len(names) > 12 else 9).encode(text="text:N")
     return to_spec((cells + text).properties(title=title, width=size, height=size))
 
