@@ -122,7 +122,7 @@ def evaluate_figures(
 ) -> list[tuple[str, str, str, Path, Spec | None]]:
     """(section, evaluation or holes id, title, PNG, interactive spec): a scatter per evaluation and measure (hover:
     the system), a curve per experiment (a PNG only)."""
-    drawn = []
+    drawn: list[tuple[str, str, str, Path, Spec | None]] = []
     for item in ranked:
         for measure in item.agreement["measure"].unique(maintain_order=True).to_list():
             title = f"{item.title} · {measure}"

@@ -43,7 +43,11 @@ def vega_bundle() -> str:
     import vl_convert
 
     version = "_".join(alt.SCHEMA_VERSION.split(".")[:2])  # 'v6.4.1' -> 'v6_4', as vl-convert names it
-    return str(vl_convert.javascript_bundle(vl_version=version)).replace("</script", "<\\/script")
+    # its stub calls the snippet required; without one the bundle sets window.vegaEmbed, vega and vegaLite
+    bundle = str(vl_convert.javascript_bundle(vl_version=version))  # type: ignore[call-arg]
+    # The bundle's one "<img " is inside a JavaScript template literal (the tooltip's image), where \x3c is "<": a
+    # page's "<img " are then its images alone. No "</script" may end the element early.
+    return bundle.replace("<img ", "\\x3cimg ").replace("</script", "<\\/script")
 
 
 def kappa_heatmap(kappa: pl.DataFrame, names: Sequence[str], title: str, pair: tuple[str, str], what: str) -> Spec:
