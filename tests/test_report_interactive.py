@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from peras.warehouse import open_migrated
 from tasks.report.data import read_report_data
+from tasks.report.evaluate import SystemsRanked
 from tasks.report.figures import draw_figures
 from tasks.report.interactive import vega_bundle
 from tasks.report.tasks import render_report
@@ -38,9 +41,10 @@ CALIBRATION_POINTS = [
 ]  # fmt: skip
 
 
-def write_report(settings, out: Path) -> Path:
-    """The report of the warehouse as `peras report` writes it, without a flow run (nothing of Prefect started)."""
-    data = read_report_data.fn(settings, None, None)
+def write_report(settings, out: Path, **extra) -> Path:
+    """The report of the warehouse as `peras report` writes it, without a flow run (nothing of Prefect started);
+    `extra`: ReportData fields replaced."""
+    data = replace(read_report_data.fn(settings, None, None), **extra)
     figures = draw_figures.fn(data, out / "figures", None)
     path = out / "report.html"
     path.write_text(render_report.fn(data, figures, [], FILTERS), encoding="utf-8")
@@ -134,6 +138,17 @@ def test_a_report_without_probe_runs_says_so_in_one_line(constructed):
 
 # ----------------------------------------------------------------------------------------------------- browser
 
+# one evaluation with LLM qrels: two systems scored under the human qrels and under the LLM's (its scatter)
+SYSTEMS = SystemsRanked(
+    "e1",
+    "sample: llm qrels from r1",
+    pl.DataFrame({"measure": ["ndcg_cut_10"], "tau_rank": [1], "qrels_name": ["default"], "n_systems": [2],
+                  "kendall_tau": [1.0], "spearman_rho": [1.0], "tau_ap": [1.0], "mean_topic_tau": [1.0]}),
+    pl.DataFrame({"evaluation_id": ["e1", "e1"], "qrels_name": ["default", "default"],
+                  "measure": ["ndcg_cut_10", "ndcg_cut_10"], "system": ["bm25", "splade"],
+                  "human_value": [0.41, 0.62], "value": [0.38, 0.66]}),
+)  # fmt: skip
+
 
 @pytest.fixture
 def browser():
@@ -161,7 +176,7 @@ def tooltip_at(page, mark) -> dict[str, str]:
 @pytest.mark.core
 @needs_chromium
 def test_the_page_opens_offline_names_the_point_under_the_mouse_switches_cot_and_zooms(constructed, tmp_path, browser):
-    path = write_report(constructed, tmp_path)
+    path = write_report(constructed, tmp_path, systems_ranked=[SYSTEMS])
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     refused, problems = [], []
     page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
@@ -172,8 +187,8 @@ def test_the_page_opens_offline_names_the_point_under_the_mouse_switches_cot_and
     page.goto(path.as_uri())
     n_charts = page.evaluate("document.querySelectorAll('script.vega-spec').length")
     page.wait_for_function(f"Object.keys(window.perasViews || {{}}).length === {n_charts}", timeout=120_000)
-    assert n_charts == 4
-    assert page.locator("div.vega svg").count() == 4
+    assert n_charts == 5
+    assert page.locator("div.vega svg").count() == 5
 
     figure = page.locator("figure.chart", has_text=CALIBRATION)
     figure.scroll_into_view_if_needed()
@@ -206,4 +221,10 @@ def test_the_page_opens_offline_names_the_point_under_the_mouse_switches_cot_and
     assert named["HA", "LA"] == {"personality": "HA", "other personality": "LA", "Cohen's kappa": "0.000",
                                  "pairs both labelled": "9"}  # fmt: skip
     assert len(named) == 9
+
+    scatter = page.locator("figure.chart", has_text="sample: llm qrels from r1 · ndcg_cut_10")
+    scatter.scroll_into_view_if_needed()
+    points = scatter.locator("g.mark-symbol.role-mark path")
+    assert sorted(tooltip_at(page, points.nth(i))["system"] for i in range(points.count())) == ["bm25", "splade"]
+    assert tooltip_at(page, points.first)["ndcg_cut_10, human"] in ("0.4100", "0.6200")
     assert (refused, problems) == ([], [])
