@@ -22,7 +22,8 @@ from tasks.report.tables import fmt
 Spec = dict[str, Any]
 COT = {False: "no CoT", True: "CoT"}
 MUTED = 0.12  # the opacity of what a legend click switched off
-UNDEFINED = "#d9d9d9"  # an undefined kappa's cell, as in the PNG
+UNDEFINED = "#d9d9d9"
+PAD = 12  # pixels between a scatter's outermost points and its axes  # an undefined kappa's cell, as in the PNG
 
 
 def to_spec(chart: alt.TopLevelMixin) -> Spec:
@@ -178,8 +179,8 @@ def systems_scatter(points: pl.DataFrame, measure: str, title: str) -> Spec:
         alt.Chart(alt.Data(values=values))
         .mark_point(filled=True, size=60, clip=True)
         .encode(
-            x=alt.X("human:Q", title=f"{measure}, human qrels", scale=alt.Scale(zero=False)),
-            y=alt.Y("llm:Q", title=f"{measure}, LLM qrels", scale=alt.Scale(zero=False)),
+            x=alt.X("human:Q", title=f"{measure}, human qrels", scale=alt.Scale(zero=False, padding=PAD)),
+            y=alt.Y("llm:Q", title=f"{measure}, LLM qrels", scale=alt.Scale(zero=False, padding=PAD)),
             color=alt.Color("qrels:N", title="qrels (click to hide)"),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(MUTED)),
             tooltip=[
@@ -205,7 +206,8 @@ def trust_ranks(systems: pl.DataFrame, measure: str, title: str) -> Spec:
         for r in systems.iter_rows(named=True)
     ]  # fmt: skip
     tooltip = [alt.Tooltip("system:N"), alt.Tooltip("human_rank:Q", title="human rank"),
-               alt.Tooltip("llm_rank:Q", title="LLM rank"), alt.Tooltip("human_score:Q", format=".4f"),
+               alt.Tooltip("llm_rank:Q", title="LLM rank"),
+               alt.Tooltip("human_score:Q", title="human score", format=".4f"),
                alt.Tooltip("estimate:Q", title="PPI++ estimate", format=".4f"),
                alt.Tooltip("lower:Q", format=".4f"), alt.Tooltip("upper:Q", format=".4f")]  # fmt: skip
     base = alt.Chart(alt.Data(values=values))
@@ -214,7 +216,7 @@ def trust_ranks(systems: pl.DataFrame, measure: str, title: str) -> Spec:
         y=alt.Y("llm_rank:Q", title="rank under the LLM qrels"),
         tooltip=tooltip,
     )
-    score = alt.X("human_score:Q", title=f"{measure}, full human qrels", scale=alt.Scale(zero=False))
+    score = alt.X("human_score:Q", title=f"{measure}, full human qrels", scale=alt.Scale(zero=False, padding=PAD))
     covers = alt.Color("covers:N", title="PPI++ interval", scale=alt.Scale(domain=["covers", "misses"]))
     bars = base.mark_rule().encode(x=score, y=alt.Y("lower:Q", title=f"{measure}, estimated"), y2="upper:Q",
                                    color=covers, tooltip=tooltip)  # fmt: skip
