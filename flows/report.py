@@ -8,14 +8,14 @@ from prefect import flow
 
 from peras.settings import Settings, load_settings
 from tasks.metrics.tasks import refresh_views
+from tasks.report.data import read_report_data
+from tasks.report.figures import draw_figures
 from tasks.report.tasks import (
     FIGURES_DIR,
     ReportSummary,
     check_report_output,
-    draw_figures,
     find_priming_plots,
     publish_report_artifact,
-    read_report_data,
     render_report,
     report_run_name,
     write_report,

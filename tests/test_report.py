@@ -19,6 +19,7 @@ from flows.report import report
 from peras.prompting import CANONICAL_ORDER
 from peras.sql import query_frame, run_sql
 from peras.warehouse import open_migrated
+from tasks.report.interactive import vega_bundle
 from tasks.report.tables import MAX_SETTING_COLUMNS, MetricTable, RunRowsTable, fmt, metric_tables
 from tasks.report.tasks import read_report_data, render_report
 from tests.conftest import SHARED_DATA
@@ -101,14 +102,23 @@ class Page(HTMLParser):
 
 
 def check_self_contained(html: str) -> Page:
-    """Balanced tags, every image inlined as a PNG data URI, only in-page links, nothing fetched."""
+    """Balanced tags, every image inlined as a PNG data URI, only in-page links, nothing fetched. The only scripts:
+    the vendored Vega bundle (once, on a page with charts; its own texts name web addresses it never fetches
+    offline, tests/test_report_interactive.py opens the page with the network refused), the charts' JSON specs and
+    the call that draws them."""
     assert html.startswith("<!DOCTYPE html>")
     page = Page(html)
     assert page.errors == []
     assert all(src.startswith("data:image/png;base64,") for src in page.images)
     assert all(link.startswith("#") for link in page.links)
-    for scheme in ("http://", "https://", "file://", "<script", "<link", "@import"):
-        assert scheme not in html
+    has_charts = 'class="vega-spec"' in html
+    assert html.count(vega_bundle()) == int(has_charts)
+    own = html.replace(vega_bundle(), "")
+    scripts = {re.sub(r' data-target="chart-\d+"', "", tag) for tag in re.findall(r"<script[^>]*>", own)}
+    assert scripts == ({"<script>", '<script type="application/json" class="vega-spec">'} if has_charts else set())
+    assert "<script src" not in own and " src=" not in re.sub(r'<img src="data:image/png;base64,', "", own)
+    for scheme in ("http://", "https://", "file://", "<link", "@import"):
+        assert scheme not in own
     return page
 
 

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from peras.sql import query_frame
 from tasks.report.charts import COLORS, save
+from tasks.report.interactive import Spec, systems_scatter
 from tasks.report.tables import fmt
 
 AGREEMENT_COLUMNS = ["kendall_tau", "spearman_rho", "tau_ap", "mean_topic_tau"]
@@ -118,15 +119,17 @@ def draw_holes_curve(results: pl.DataFrame, title: str, path: Path) -> Path:
 
 def evaluate_figures(
     ranked: list[SystemsRanked], holes: list[HolesCurve], out: Path
-) -> list[tuple[str, str, str, Path]]:
-    """(section, evaluation or holes id, title, PNG): a scatter per evaluation and measure, a curve per experiment."""
-    drawn = []
+) -> list[tuple[str, str, str, Path, Spec | None]]:
+    """(section, evaluation or holes id, title, PNG, interactive spec): a scatter per evaluation and measure (hover:
+    the system), a curve per experiment (a PNG only)."""
+    drawn: list[tuple[str, str, str, Path, Spec | None]] = []
     for item in ranked:
         for measure in item.agreement["measure"].unique(maintain_order=True).to_list():
             title = f"{item.title} · {measure}"
             path = out / f"systems-{item.evaluation_id[:8]}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', measure)}.png"
-            drawn.append(("systems", item.evaluation_id, title, draw_scatter(item.points, measure, title, path)))
+            spec = systems_scatter(item.points, measure, title)
+            drawn.append(("systems", item.evaluation_id, title, draw_scatter(item.points, measure, title, path), spec))
     for curve in holes:
         path = out / f"holes-{curve.holes_id[:8]}.png"
-        drawn.append(("holes", curve.holes_id, curve.title, draw_holes_curve(curve.results, curve.title, path)))
+        drawn.append(("holes", curve.holes_id, curve.title, draw_holes_curve(curve.results, curve.title, path), None))
     return drawn

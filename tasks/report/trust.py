@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from peras.sql import query_frame
 from tasks.report.charts import COLORS, save
+from tasks.report.interactive import Spec, trust_ranks
 from tasks.report.tables import fmt
 
 SHOWN_FLIPS = 10
@@ -101,6 +102,10 @@ def draw_trust(study: TrustStudy, path: Path) -> Path:
     return save(figure, path)
 
 
-def trust_figures(studies: list[TrustStudy], out: Path) -> list[tuple[str, str, str, Path]]:
-    """(section, study id, title, PNG): one figure per study."""
-    return [("trust", s.study_id, s.title, draw_trust(s, out / f"trust-{s.study_id[:12]}.png")) for s in studies]
+def trust_figures(studies: list[TrustStudy], out: Path) -> list[tuple[str, str, str, Path, Spec]]:
+    """(section, study id, title, PNG, interactive spec): one figure per study (hover: the system)."""
+    return [
+        ("trust", s.study_id, s.title, draw_trust(s, out / f"trust-{s.study_id[:12]}.png"),
+         trust_ranks(s.systems, s.summary["measure"], s.title))
+        for s in studies
+    ]  # fmt: skip
