@@ -21,6 +21,7 @@ from tasks.evaluate.tasks import (
     build_runs,
     check_collection,
     collapse_duplicates,
+    describe_qrels,
     export_qrels,
     load_human_qrels,
     load_run_labels,
@@ -67,7 +68,8 @@ def export_qrels_flow(
     labels = load_run_labels(settings, run, cot, confidence_method)
     human = load_human_qrels(settings, labels.collection_id)
     llm = one_qrels(labels, personality, aggregate)
-    return export_qrels(settings, human, llm, fill_from_human, Path(output))
+    header = describe_qrels(settings, labels, personality, aggregate, fill_from_human)
+    return export_qrels(settings, human, llm, fill_from_human, Path(output), header)
 
 
 @flow(name="evaluate", flow_run_name="evaluate-{collection}", log_prints=True)
