@@ -17,12 +17,14 @@ from prefect import flow
 from flows.assess import plan_hybrid_qrels
 from flows.judge import judge
 from peras.settings import Settings, load_settings
+from tasks.evaluate.autojudge import export_autojudge, whose_labels, with_leaderboard
 from tasks.evaluate.holes import check_shares, fill_experiment, store_holes, summarize_holes
 from tasks.evaluate.tasks import (
     HYBRID,
     build_runs,
     check_collection,
     collapse_duplicates,
+    describe_qrels,
     export_qrels,
     load_human_qrels,
     load_run_labels,
@@ -69,7 +71,31 @@ def export_qrels_flow(
     labels = load_run_labels(settings, run, cot, confidence_method)
     human = load_human_qrels(settings, labels.collection_id)
     llm = one_qrels(labels, personality, aggregate)
-    return export_qrels(settings, human, llm, fill_from_human, Path(output))
+    header = describe_qrels(settings, labels, personality, aggregate, fill_from_human)
+    return export_qrels(settings, human, llm, fill_from_human, Path(output), header)
+
+
+@flow(name="export-autojudge", flow_run_name="export-autojudge-{run}", log_prints=True)
+def export_autojudge_flow(
+    run: str,
+    run_files: list[str],
+    output_dir: str,
+    measures: list[str] | None = None,
+    personality: str | None = None,
+    aggregate: str | None = None,
+    cot: bool | None = None,
+    confidence_method: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, Any]:
+    """A judge run as a TREC AutoJudge submission: the run files' systems scored under its labels (leaderboard),
+    its labels (qrels) and its provenance (ir-metadata.yml)."""
+    settings = settings or load_settings()
+    labels = load_run_labels(settings, run, cot, confidence_method)
+    human = load_human_qrels(settings, labels.collection_id)
+    runs = read_run_files(run_files, human, labels.collection_id)
+    llm = one_qrels(labels, personality, aggregate)
+    scores = score_under(runs, {"llm": llm}, measures or DEFAULT_MEASURES).drop("qrels_name")
+    return export_autojudge(settings, labels, llm, scores, whose_labels(personality, aggregate), Path(output_dir))
 
 
 @flow(name="evaluate", flow_run_name="evaluate-{collection}", log_prints=True)
@@ -86,9 +112,12 @@ def evaluate(
     settings: Settings | None = None,
     missing_topics: str = "skip",
     dedupe: bool = False,
+    autojudge: str | None = None,
 ) -> dict[str, Any]:
     """Score the systems under the human qrels and (qrels 'llm' or 'filled' with run, or 'hybrid:PLAN') the LLM's;
     compare.
+
+    autojudge: a TREC AutoJudge leaderboard file whose scores of the same systems are compared as one more set.
 
     missing_topics: 'skip' (trec_eval's default) or 'zero' (trec_eval -c) for qrels topics a run lacks.
     dedupe: score one system of each near-duplicate group (the same top 10 on every judged topic); the groups are
@@ -108,6 +137,7 @@ def evaluate(
     made = check_collection(labels, collection) if labels else None
     sets = qrels_sets(human, made, qrels, personality, aggregate, hybrid)
     scores = score_under(runs, sets, chosen, missing_topics)
+    scores = with_leaderboard(scores, autojudge, runs, chosen)
     evaluation = make_evaluation(collection, qrels, labels, chosen, runs, scores, rank_agreement(scores))
     evaluation_id = store_evaluation(settings, evaluation)
     publish_analyst_snapshot(settings)

@@ -28,6 +28,7 @@ COMMAND_MODULES = {
     "evaluate": "evaluate",
     "build-runs": "evaluate",
     "holes": "evaluate",
+    "export-autojudge": "evaluate",
     "trust": "trust",
     "batch": "batch",
     "ask": "ask",

@@ -1,4 +1,5 @@
-"""`peras export-qrels`, `peras evaluate`, `peras build-runs`, `peras holes`: LLM labels as qrels, systems ranked."""
+"""`peras export-qrels`, `peras evaluate`, `peras build-runs`, `peras holes`, `peras export-autojudge`: LLM labels
+as qrels, systems ranked, a judge run handed in as a TREC AutoJudge submission."""
 
 from __future__ import annotations
 
@@ -122,6 +123,11 @@ def export_qrels(
 @click.option(
     "--dedupe", is_flag=True, help="Score one system of each near-duplicate group (the same top 10 on every topic)."
 )
+@click.option(
+    "--autojudge",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A TREC AutoJudge leaderboard file: its scores of the same systems ranked against the human ones too.",
+)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @settings_options
 def evaluate(
@@ -134,6 +140,7 @@ def evaluate(
     measures: tuple[str, ...],
     missing_topics: str,
     dedupe: bool,
+    autojudge: str | None,
     fmt: str,
 ) -> None:
     """Score the systems of RUN_FILES with ir_measures, and compare their ranking under LLM vs human qrels.
@@ -152,6 +159,7 @@ def evaluate(
         peras evaluate runs/sample/*.run --collection sample --qrels hybrid:sample-default-random
         peras evaluate partial.run --collection dl19 --missing-topics zero
         peras evaluate ../shared/data/dl21/runs/*.run.gz --collection dl21 --dedupe
+        peras evaluate runs/dl19/*.run --collection dl19 --autojudge out/trec-leaderboard.txt
     """
     from flows.evaluate import evaluate as evaluate_flow
     from tasks.evaluate.ranking import parse_measures
@@ -170,6 +178,7 @@ def evaluate(
         "measures": list(measures) or None,
         "missing_topics": missing_topics,
         "dedupe": dedupe,
+        "autojudge": autojudge,
     }
     summary = run_flow(
         evaluate_flow,
@@ -305,4 +314,44 @@ def holes(
     click.echo("\n".join(text_table(keys, [[r[k] for k in keys] for r in summary["results"]])))
 
 
-COMMANDS = [export_qrels, evaluate, build_runs, holes]
+@click.command("export-autojudge")
+@click.argument("run_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--run", "run_name", required=True, help="The judge run (judged here or imported) to hand in.")
+@label_options
+@click.option("--measure", "measures", multiple=True, help="ir_measures measure of the leaderboard (repeatable).")
+@click.option("--output-dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Where to write.")
+@settings_options
+def export_autojudge(
+    settings: Settings,
+    run_files: tuple[str, ...],
+    run_name: str,
+    labels: dict[str, Any],
+    measures: tuple[str, ...],
+    output_dir: Path,
+) -> None:
+    """Write a judge run as a TREC AutoJudge submission: trec-leaderboard.txt (RUN_FILES' systems scored under its
+    labels, per topic and `all`), qrels.txt (its labels) and ir-metadata.yml (its provenance), in OUTPUT_DIR.
+
+    \b
+    Examples:
+        peras export-autojudge runs/dl19/*.run --run dl19-judge --output-dir autojudge/dl19-judge
+        peras export-autojudge runs/dl19/*.run --run dl19-judge --aggregate majority --measure nDCG@10 --output-dir aj
+    """
+    from flows.evaluate import export_autojudge_flow
+    from tasks.evaluate.ranking import parse_measures
+
+    parse_measures(measures)
+    summary = run_flow(
+        export_autojudge_flow,
+        tags=run_tags("export-autojudge"),
+        run=run_name,
+        run_files=list(run_files),
+        output_dir=str(output_dir),
+        measures=list(measures) or None,
+        settings=settings,
+        **labels,
+    )
+    click.echo(f"{summary['output_dir']}: {summary['n_systems']} systems, {summary['n_pairs']:,} judged pairs")
+
+
+COMMANDS = [export_qrels, evaluate, build_runs, holes, export_autojudge]

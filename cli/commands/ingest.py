@@ -35,12 +35,14 @@ def ingest(
 ) -> None:
     """Load a collection's qrels, queries and passages into the warehouse.
 
-    PRESET is one of: sample, dl19, dl20, dl21, llmjudge (or `all`). Files may be gzipped.
+    PRESET is one of: sample, dl19, dl20, dl21, llmjudge (or `all`), or irds:<id>, any ir_datasets dataset with
+    queries, qrels and docs (collection irds-<id>, or --name; docs/formats.md). Files may be gzipped.
 
     \b
     Examples:
         peras ingest sample
         peras ingest dl19 --subset-topics 22
+        peras ingest irds:msmarco-passage/trec-dl-2019/judged
         peras ingest --name mycoll --qrels qrels.txt --queries topics.tsv --passages collection.tsv.gz
     """
     from flows.ingest import ingest as ingest_flow

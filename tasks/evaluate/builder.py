@@ -7,6 +7,7 @@ BM25 variants only (Robertson, Lucene, ATIRE, BM25L, BM25+): it has no query-lik
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import bm25s
 import polars as pl
@@ -28,6 +29,18 @@ class Bm25Config:
     def system(self) -> str:
         """The run's tag, e.g. bm25-lucene-k1.2-b0.75-stem."""
         return f"bm25-{self.method}-k{self.k1:g}-b{self.b:g}-{'stem' if self.stem else 'nostem'}"
+
+    def metadata(self) -> dict[str, Any]:
+        """The system as one ir_metadata `method: retrieval` entry (the indexing as build_run does it)."""
+        return {
+            "name": self.system,
+            "method": f"bm25s.BM25(method={self.method!r})",
+            "k1": self.k1,
+            "b": self.b,
+            "tokenizer": "bm25s.tokenize",
+            "stemmer": "PyStemmer english (Snowball)" if self.stem else None,
+            "stopwords": "bm25s 'en'",
+        }
 
 
 # Lucene's BM25 at four k1/b settings (Robertson's 1.2/0.75 and the settings tuned for MS MARCO passages in

@@ -24,8 +24,10 @@ from peras.sql import query_frame, run_sql
 from peras.warehouse import now, open_migrated, transaction
 from tasks.evaluate.builder import CONFIGS, build_run, run_text
 from tasks.evaluate.duplicates import drop_duplicates, duplicate_groups
+from tasks.evaluate.provenance import qrels_header, run_header
 from tasks.evaluate.qrels import MAJORITY, fill_holes, majority_labels, personality_labels, qrels_files
 from tasks.evaluate.ranking import ALL_TOPICS, MISSING_TOPICS, TIE_ORDER, compare_rankings, score_systems
+from tasks.shared.ir_metadata import side_path
 from tasks.shared.judge_runs import published_judge_run
 from tasks.shared.run_files import read_run_lines
 
@@ -164,12 +166,29 @@ def check_collection(labels: RunLabels, collection_id: str) -> RunLabels:
 
 
 @task(cache_policy=NO_CACHE)
+def describe_qrels(
+    settings: Settings, labels: RunLabels, personality: str | None, aggregate: str | None, fill_from_human: bool
+) -> str:
+    """The ir_metadata block of a qrels export of the run's labels (tasks/evaluate/provenance.py)."""
+    choice = {
+        "run": labels.run_name,
+        "personality": personality or "default",
+        "aggregate": aggregate,
+        "fill_from_human": fill_from_human,
+    }
+    with open_migrated(settings.warehouse) as con:
+        return qrels_header(con, labels.run_id, labels.cot, labels.confidence_method, choice)
+
+
+@task(cache_policy=NO_CACHE)
 def export_qrels(
-    settings: Settings, human: pl.DataFrame, llm: pl.DataFrame, fill_from_human: bool, output: Path
+    settings: Settings, human: pl.DataFrame, llm: pl.DataFrame, fill_from_human: bool, output: Path, header: str
 ) -> dict[str, Any]:
-    """Write the qrels file and its confidences (both or neither); LLM labels alone, or filling the human holes."""
+    """Write the qrels file, its confidences and its ir_metadata (all or none); LLM labels alone, or filling the
+    human holes."""
     qrels = fill_holes(human, llm) if fill_from_human else llm.with_columns(source=pl.lit("llm"))
-    write_files(qrels_files(qrels, output), settings.warehouse, "--output", output)
+    files = qrels_files(qrels, output) | {side_path(output): header}
+    write_files(files, settings.warehouse, "--output", output)
     n_llm = qrels.filter(pl.col("source") == "llm").height
     return {"output": str(output), "n_pairs": qrels.height, "n_llm": n_llm, "n_human": qrels.height - n_llm}
 
@@ -243,8 +262,13 @@ def build_runs(settings: Settings, collection_id: str, output_dir: Path, depth: 
         pool = query_frame(con, "evaluate/select_pool", {"collection_id": collection_id})
     if topics.is_empty():
         raise UsageError(f"collection {collection_id!r} has no judged topics: run `peras ingest {collection_id}`")
-    files = {output_dir / f"{c.system}.run": run_text(build_run(c, topics, pool, depth)) for c in CONFIGS}
-    return [str(path) for path in write_files(files, settings.warehouse, "--output-dir", output_dir)]
+    files: dict[Path, str] = {}
+    for config in CONFIGS:
+        path = output_dir / f"{config.system}.run"
+        files[path] = run_text(build_run(config, topics, pool, depth))
+        files[side_path(path)] = run_header(config.system, config.metadata(), collection_id, depth)
+    written = write_files(files, settings.warehouse, "--output-dir", output_dir)
+    return [str(path) for path in written if path.suffix == ".run"]
 
 
 @task(cache_policy=NO_CACHE)

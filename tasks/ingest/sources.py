@@ -12,6 +12,7 @@ from typing import Any
 from peras.errors import UsageError
 from peras.paths import PACKAGE_DIR, SAMPLE_DIR
 from peras.settings import Settings
+from tasks.ingest.irds import PREFIX, collection_name, is_irds, write_dataset
 
 COLLECTION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -122,14 +123,22 @@ def preset_source(name: str, settings: Settings) -> CollectionSource:
     )
 
 
+def check_collection_name(collection_id: str) -> None:
+    """A name for the user's own collection: short, plain, and not a preset's."""
+    if not COLLECTION_ID.match(collection_id):
+        raise UsageError(
+            f"collection name {collection_id!r} must be 1-64 letters, digits, '.', '_' or '-' (a letter or digit "
+            "first): choose another --name"
+        )
+    if collection_id in presets():
+        raise UsageError(f"{collection_id!r} is a preset name; pick another --name for your own files")
+
+
 def custom_source(
     collection_id: str, qrels: list[str], queries: Path, passages: Path, subset_topics: int | None
 ) -> CollectionSource:
     """A collection from files the user names; qrels entries are PATH or SET=PATH."""
-    if not COLLECTION_ID.match(collection_id):
-        raise UsageError(f"collection name {collection_id!r} must be letters, digits, '.', '_' or '-'")
-    if collection_id in presets():
-        raise UsageError(f"{collection_id!r} is a preset name; pick another --name for your own files")
+    check_collection_name(collection_id)
     qrels_sets: dict[str, Path] = {}
     for entry in qrels:
         name, _, path = entry.rpartition("=") if "=" in entry else ("test", "", entry)
@@ -148,6 +157,18 @@ def custom_source(
     )
 
 
+def irds_source(settings: Settings, preset: str, name: str | None, subset_topics: int | None) -> CollectionSource:
+    """An ir_datasets dataset's judged queries, docs and qrels, written as files (tasks/ingest/irds.py) and read as
+    user files are; the collection is --name, else irds-<id>."""
+    dataset_id = preset.removeprefix(PREFIX)
+    collection_id = name or collection_name(dataset_id)
+    check_collection_name(collection_id)  # before any reading
+    paths = write_dataset(settings, dataset_id, collection_id)
+    source = custom_source(collection_id, [str(paths["qrels"])], paths["queries"], paths["passages"], subset_topics)
+    source.description = f"ir_datasets {dataset_id}"
+    return source
+
+
 def resolve_source(
     settings: Settings,
     preset: str | None,
@@ -157,7 +178,10 @@ def resolve_source(
     passages: str | None,
     subset_topics: int | None,
 ) -> CollectionSource:
-    """A preset, or user files (which need --name, --qrels, --queries and --passages)."""
+    """A preset, an ir_datasets id (`irds:<id>`), or user files (which need --name, --qrels, --queries and
+    --passages)."""
+    if is_irds(preset):
+        return irds_source(settings, str(preset), name, subset_topics)
     if preset is not None:
         source = preset_source(preset, settings)
         if subset_topics is not None:
