@@ -37,7 +37,7 @@ def probes_build(
     target = name or probe_collection_name(collection)
     chosen = choose_kinds(kinds)
     pairs, source_fingerprint = read_source_pairs(settings, collection, subset, target)
-    copies = make_probe_copies(pairs, chosen, sample, seed, collection)
+    copies = make_probe_copies(pairs, chosen, sample, seed, collection, subset)
     fingerprint = probe_fingerprint(source_fingerprint, subset, chosen, sample, seed)
     if published_probe_fingerprint(settings, target) == fingerprint:
         return summarize_build(target, collection, copies, "unchanged")

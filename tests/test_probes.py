@@ -102,6 +102,9 @@ def test_the_draw_is_seeded_once_per_passage_and_refuses_too_many():
     assert len(draw_pairs(pairs, 12, seed=7, collection="c")) == 12
     with pytest.raises(UsageError, match=r"^--sample 13 is more than collection 'c' has: 12 judged pairs with "):
         draw_pairs(pairs, 13, seed=7, collection="c")
+    # drawn from a topic subset: the message names it (its pairs are all the draw saw)
+    with pytest.raises(UsageError, match=r"^--sample 13 is more than collection 'c' \(subset 'dev'\) has: 12 "):
+        draw_pairs(pairs, 13, seed=7, collection="c", subset="dev")
 
 
 BAD_KINDS = [
@@ -288,6 +291,11 @@ REFUSALS = [
     (("summary", "broken"), "error: run 'broken' is failed, not published: finish it with `peras judge t-probes` "
      "first"),
     (("check", "nope"), "error: no judge run named 'nope' (see `peras runs list`)"),
+    # a run made for an earlier build of the probe collection (it was built again since: another draw or source)
+    (("summary", "old"), "error: run 'old' judged an earlier build of 't-probes' (built again at 2026-12-01 09:30): "
+     "judge the new build as a new run (`peras judge t-probes --run-name NEW`)"),
+    (("check", "old"), "error: run 'old' judged an earlier build of 't-probes' (built again at 2026-12-01 09:30): "
+     "judge the new build as a new run (`peras judge t-probes --run-name NEW`)"),
     # unknown kinds: refused before any flow run, nothing stored
     (("build", "t", "--kind", "nope"), "error: unknown probe kind 'nope'; known: instruction-injection, "
      "irrelevant-with-keywords, paraphrase, query-appended, query-stuffing"),
@@ -303,6 +311,12 @@ def test_bad_input_is_one_line_exit_2_and_stores_nothing(capsys, tmp_path, args,
             "created_at, status) values ('id-plain', 'plain', 'llm', 'pointwise', 't', 'm', 'b', '{}', now(), "
             "'published')"
         )
+        con.execute(
+            "insert into judge_runs (run_id, run_name, source, task_type, collection_id, model, backend, params, "
+            "created_at, status, finished_at) values ('id-old', 'old', 'llm', 'pointwise', 't-probes', 'm', 'b', "
+            "'{}', '2026-12-01 08:00', 'published', '2026-12-01 09:00')"
+        )
+        con.execute("update probe_sets set built_at = '2026-12-01 09:30'")
     before = snapshot(tmp_path / "w.duckdb")
     result = run_cli(capsys, "probes", *args, "--warehouse", str(tmp_path / "w.duckdb"))
     assert (result.exit_code, result.out, result.err) == (2, "", message + "\n")

@@ -90,7 +90,10 @@ BUILD_REFUSALS = [
     # more pairs than the collection has passages
     (("--sample", "41"), "error: --sample 41 is more than collection 'sample' has: 40 judged pairs with distinct "
      "passages (40 pairs); give --sample 40 or fewer"),
-    # and than its subset has: the published subset of a collection without one
+    # and than the topic subset it is drawn from has (the sample's balanced subset is its 40 pairs)
+    (("--subset", "balanced", "--sample", "41"), "error: --sample 41 is more than collection 'sample' (subset "
+     "'balanced') has: 40 judged pairs with distinct passages (40 pairs); give --sample 40 or fewer"),
+    # a subset the collection does not have
     (("--subset", "nope"), "error: collection 'sample' has no subset 'nope' (see `peras subsets sample`)"),
     # the collection a probe collection would replace is an ordinary one
     (("--name", "sample"), "error: collection 'sample' exists and is not a probe collection: give another --name"),
@@ -115,4 +118,31 @@ def test_a_subset_s_pairs_only(sample, capsys):
     ]
     assert rows(sample.warehouse, "select description from collections where collection_id = 'balanced-probes'") == [
         ("probes of sample/balanced: 2 pairs, seed 0, paraphrase",)
+    ]
+
+
+def test_a_run_of_an_earlier_build_is_refused_and_a_new_run_measures_the_new_one(sample, capsys):
+    warehouse = ["--warehouse", str(sample.warehouse)]
+    draw = ["--sample", "1", "--kind", "paraphrase", *warehouse]
+    with FakeOpenAI(gullible) as server:
+        endpoint = ["--base-url", server.base_url, "--model", "fake-model", *warehouse]
+        judge = ["judge", "sample-probes", "--personality", "default", "--cot", "without", *endpoint]
+        assert run_cli(capsys, "probes", "build", "sample", *draw).exit_code == 0
+        assert run_cli(capsys, *judge, "--run-name", "p").exit_code == 0
+        assert run_cli(capsys, "probes", "build", "sample", "--seed", "1", *draw).exit_code == 0  # another draw
+        # as the line below says: a new run (the old one, resumed, would hold judgments of pairs no longer there)
+        assert run_cli(capsys, *judge, "--run-name", "p2").exit_code == 0
+    (built_at,) = rows(sample.warehouse, "select strftime(built_at, '%Y-%m-%d %H:%M') from probe_sets")[0]
+    refused = run_cli(capsys, "probes", "summary", "p", *warehouse)
+    assert (refused.exit_code, refused.out, refused.err) == (
+        2,
+        "",
+        f"error: run 'p' judged an earlier build of 'sample-probes' (built again at {built_at}): judge the new build "
+        "as a new run (`peras judge sample-probes --run-name NEW`)\n",
+    )
+    summary = run_cli(capsys, "probes", "summary", "p2", *warehouse)
+    assert summary.exit_code == 0, summary.err
+    # the new draw's one pair (human 0/1): its three paraphrases, none raised (the scripted judge says 1 to them all)
+    assert [line.split()[:9] for line in summary.out.splitlines()[2:]] == [
+        ["paraphrase", "control", "default", "no", "verbalized", "3", "3", "0", "0.000"]
     ]

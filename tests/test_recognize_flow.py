@@ -23,7 +23,7 @@ from peras.errors import CheckFailed
 from peras.paths import PROJECT_ROOT
 from peras.settings import Settings
 from support.fake_openai import FakeOpenAI, Reply
-from tasks.recognize.prompt import state_messages, trait_messages
+from tasks.recognize.prompt import evidence_messages, state_messages, trait_messages
 from tasks.recognize.sentences import numbered, numbered_dialogues, split_sentences
 from tests.helpers import run_cli, snapshot
 
@@ -271,3 +271,49 @@ def test_a_judge_run_its_gate_refused_is_not_read(judged, capsys):
             f"error: judge run 'cot-refused' is {status}, not published: finish it with `peras judge` first\n",
         )
         assert snapshot(judged.warehouse) == before
+
+
+SHARED = re.compile(r"## Ground-truth evidence:\n(.*)\n## Predicted evidence:\n(.*)\nAnswer with one line", re.S)
+
+
+def evidence_judge(request: dict[str, Any]) -> str:
+    """Scores 1 + 2 per predicted line that is also a line of the ground truth, at most 5."""
+    reference, prediction = SHARED.search(request["messages"][-1]["content"]).groups()
+    shared = set(reference.splitlines()) & set(prediction.splitlines())
+    return f"Score: {min(5, 1 + 2 * len(shared))}"
+
+
+def test_an_llm_judge_scores_the_check_set_evidence_1_to_5(judged, capsys):
+    with FakeOpenAI(recognizer) as server, FakeOpenAI(evidence_judge, models=["judge-model"]) as judge_server:
+        scored = ["--evidence-judge-model", "judge-model", "--evidence-judge-base-url", judge_server.base_url]
+        result = recognize_cli(capsys, judged, server, "--sample", "1", *scored)
+        assert result.exit_code == 0, result.err
+        again = recognize_cli(capsys, judged, server, "--sample", "1", *scored)
+        assert again.exit_code == 0, again.err
+    # the three neuroticism check texts the recognizer read, each once (the rerun sent nothing), to the judge only
+    sent = [(r.body["model"], r.body["messages"]) for r in judge_server.chat_requests]
+    assert len(sent) == 3 and not any("Ground-truth evidence" in str(r.body) for r in server.chat_requests)
+    # 'anxious' (sentence 2 of the expected 1-2) and 'calmly' (3 of 2-3) cited; the neutral text read uncertain
+    high = evidence_messages(
+        "neuroticism",
+        "- I am so worried that I will get this label wrong and it makes me tense.\n"
+        "- What if the passage is outdated, I keep doubting myself and feel anxious about it.",
+        "- the assessor says so (2).\n- What if the passage is outdated, I keep doubting myself and feel anxious "
+        "about it.",
+    )
+    neutral = evidence_messages(
+        "neuroticism", "- none: no sentence shows this dimension (level uncertain)", "- nothing about it."
+    )
+    assert ("judge-model", high) in sent and ("judge-model", neutral) in sent
+    assert rows(judged.warehouse, "select text_id, score, status from recognize_evidence_scores order by 1") == [
+        ("neuroticism-high", 3, "ok"), ("neuroticism-low", 3, "ok"), ("neutral-1", 1, "ok"),
+    ]  # fmt: skip
+    quality = rows(judged.warehouse, "select run_name, evidence_run_name, judge_model, n_texts, n_scored, "
+                                     "round(mean_score, 4), round(sd_score, 4), min_score, max_score "
+                                     "from recognize_evidence_quality")  # fmt: skip
+    # mean (3 + 3 + 1) / 3; sample SD sqrt(((2/3)^2 * 2 + (4/3)^2) / 2)
+    assert quality == [("cot-recognize-fake-model", "cot-evidence-judge-model", "judge-model", 3, 3, 2.3333, 1.1547,
+                        1, 3)]  # fmt: skip
+    line = ("Its evidence scored 1-5 by judge-model against the check set's: mean 2.33 over 3 of 3 texts "
+            "(cot-evidence-judge-model).\n")  # fmt: skip
+    assert line in result.out and line in again.out

@@ -11,8 +11,14 @@ import pytest
 
 from peras.errors import InputError
 from peras.paths import PROMPTS_DIR
-from tasks.recognize.parsing import read_state, read_trait
-from tasks.recognize.prompt import dimension_definition, facets, read_recognize_prompt, state_messages
+from tasks.recognize.parsing import read_score, read_state, read_trait
+from tasks.recognize.prompt import (
+    dimension_definition,
+    evidence_messages,
+    facets,
+    read_recognize_prompt,
+    state_messages,
+)
 from tasks.recognize.sentences import numbered, split_sentences
 from tests.paper_text import apply_changes, changes_table, normalise, paper_text
 
@@ -154,3 +160,31 @@ def test_a_prompt_file_that_drifts_is_refused_on_load(tmp_path, change, message)
     path.write_text((PROMPTS_DIR / "recognize_state.toml").read_text().replace(*change))
     with pytest.raises(InputError, match=message):
         read_recognize_prompt(path, "recognize_state")
+
+
+SCORES = [
+    ("Score: 4", 4),
+    ("**Score:** 5.", 5),  # markdown bold and a full stop
+    ("The prediction misses half.\nScore: 2", 2),  # a line of reasoning before it
+    ("Score: 7", None),  # outside 1-5
+    ("I would give it a 3", None),  # no "Score:" line
+    ("Score: three", None),  # not a number
+]
+
+
+def test_the_evidence_prompt_is_marked_written_for_peras_and_its_score_reads_strictly():
+    source = (PROMPTS_DIR / "recognize_evidence.toml").read_text(encoding="utf-8")
+    assert "WRITTEN FOR PERAS" in source  # the paper prints no scoring prompt: docs/fidelity.md row 59, adapted
+    prompt = read_recognize_prompt(PROMPTS_DIR / "recognize_evidence.toml", "recognize_evidence")
+    assert prompt.placeholders == ("target BF dim", "reference", "prediction")
+    assert prompt.sampling == {"temperature": 0.0, "top_p": 1.0}
+    # none of its instructions is the paper's (whose only printed prompt is Figure 6's)
+    paper = normalise(paper_text("personality-evd"))
+    assert normalise("rate their semantic overlap on a scale from 1 to 5") not in paper
+    (message,) = evidence_messages("neuroticism", "- R", "- P")
+    assert message["content"].endswith('## Ground-truth evidence:\n- R\n## Predicted evidence:\n- P\nAnswer with one '
+                                       'line: "Score: <1-5>".')  # fmt: skip
+    for text, score in SCORES:
+        parsed = read_score(text)
+        assert (parsed.value or {}).get("score") == score, text
+        assert parsed.ok == (score is not None), text

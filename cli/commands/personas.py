@@ -223,6 +223,8 @@ DIMENSIONS = ("openness", "conscientiousness", "extraversion", "agreeableness", 
 @seed_option("Seed of the sample and the requests.")
 @click.option("--recognizer-model", help="Model name of the recognizer [the --model / PERAS_MODEL endpoint's].")
 @click.option("--recognizer-base-url", help="Base URL of the recognizer [the --base-url endpoint's; none: embedded].")
+@click.option("--evidence-judge-model", help="Score the recognizer's check-set evidence 1-5 with this model [none].")
+@click.option("--evidence-judge-base-url", help="Base URL of the evidence judge [the recognizer's].")
 @click.option("--run-name", help="Name of the recognize run (re-using a name resumes it) [JUDGE_RUN-recognize-MODEL].")
 @retry_failed_option("Ask again the readings this run stored as unreadable or refused.")
 @endpoint_options
@@ -235,6 +237,8 @@ def recognize(
     seed: int,
     recognizer_model: str | None,
     recognizer_base_url: str | None,
+    evidence_judge_model: str | None,
+    evidence_judge_base_url: str | None,
     run_name: str | None,
     retry_failed: bool,
     backend: str | None,
@@ -244,14 +248,16 @@ def recognize(
     Per answer and dimension the recognizer (PersonalityEvd's Figure 6 prompt) says high, low or uncertain and
     cites the sentences; per persona and dimension it writes the trait evidence (one paragraph per facet). Prints
     the shares per persona x dimension, each persona's own-dimension verdict against default and the BFI-2 check,
-    and the pole accuracy. Views recognize_shares, recognize_shift, recognize_accuracy, recognize_bfi2_agreement,
-    recognize_evidence, recognize_trait_levels (docs/personas.md).
+    and the pole accuracy; with --evidence-judge-model, that LLM scores the recognizer's check-set evidence 1-5
+    against the check set's (PersonalityEvd's §4.1-4.2 evaluation). Views
+    recognize_shares, recognize_shift, recognize_accuracy, recognize_bfi2_agreement, recognize_evidence,
+    recognize_trait_levels, recognize_check_scores, recognize_evidence_quality (docs/personas.md).
 
     \b
     Examples:
         peras personas recognize --run sample-judge-run --sample 10
         peras personas recognize --run dl19-llama --dimension neuroticism --recognizer-model gpt-4o \\
-            --recognizer-base-url https://api.openai.com/v1
+            --recognizer-base-url https://api.openai.com/v1 --evidence-judge-model gpt-4-turbo
     """
     from flows.recognize import recognize as recognize_flow
 
@@ -267,6 +273,8 @@ def recognize(
         run_name=run_name,
         recognizer_model=recognizer_model,
         recognizer_base_url=recognizer_base_url,
+        evidence_judge_model=evidence_judge_model,
+        evidence_judge_base_url=evidence_judge_base_url,
         retry_failed=retry_failed,
     )
     if summary is not None:
@@ -281,6 +289,12 @@ def print_recognized(summary: dict[str, Any]) -> None:
         click.echo(
             f"Recognizer on the check set (written for PERAS): {r['n_correct']} of {r['n_texts']} levels right "
             f"(accuracy {accuracy}), evidence-id F1 {f1} over {r['n_id_texts']} texts with evidence."
+        )
+    for r in summary.get("evidence_quality", []):
+        mean = "-" if r["mean_score"] is None else f"{r['mean_score']:.2f}"
+        click.echo(
+            f"Its evidence scored 1-5 by {r['judge_model']} against the check set's: mean {mean} over "
+            f"{r['n_scored']} of {r['n_texts']} texts ({r['evidence_run_name']})."
         )
     click.echo("Readings of the sampled CoT answers (shares of those read):")
     headers = ["personality", "dimension", "n_read", "n_failures", "high", "low", "uncertain", "verdict"]

@@ -43,16 +43,20 @@ class ProbeCopy:
     qrels_set: str
 
 
-def draw_pairs(pairs: list[SourcePair], n: int, seed: int, collection: str) -> list[SourcePair]:
-    """`n` pairs drawn with `seed`, each passage at most once (its first pair in a seeded shuffle), in id order."""
+def draw_pairs(
+    pairs: list[SourcePair], n: int, seed: int, collection: str, subset: str | None = None
+) -> list[SourcePair]:
+    """`n` pairs drawn with `seed`, each passage at most once (its first pair in a seeded shuffle), in id order;
+    refused when the collection (its `subset`, when given) has fewer distinct judged passages."""
     order = list(pairs)
     random.Random(seed).shuffle(order)
     first: dict[str, SourcePair] = {}
     for pair in order:
         first.setdefault(pair.doc_id, pair)
     if n > len(first):
+        source = f"collection {collection!r}" + (f" (subset {subset!r})" if subset else "")
         raise UsageError(
-            f"--sample {n} is more than collection {collection!r} has: {len(first)} judged pairs with distinct "
+            f"--sample {n} is more than {source} has: {len(first)} judged pairs with distinct "
             f"passages ({len(pairs)} pairs); give --sample {len(first)} or fewer"
         )
     drawn = list(first.values())[:n]

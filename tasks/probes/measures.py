@@ -31,7 +31,7 @@ def probe_run(con: Any, run_name: str) -> ProbeRun:
     rows = run_sql(con, "probes/select_run", {"run_name": run_name}).fetchall()
     if not rows:
         raise UsageError(f"no judge run named {run_name!r} (see `peras runs list`)")
-    run_id, name, collection, source, status = rows[0]
+    run_id, name, collection, source, status, is_before_build, built_at = rows[0]
     if source is None:
         raise UsageError(
             f"run {name!r} judged collection {collection!r}, which is not a probe collection: build one with "
@@ -39,6 +39,11 @@ def probe_run(con: Any, run_name: str) -> ProbeRun:
         )
     if status != "published":
         raise UsageError(f"run {name!r} is {status}, not published: finish it with `peras judge {collection}` first")
+    if is_before_build:
+        raise UsageError(
+            f"run {name!r} judged an earlier build of {collection!r} (built again at {built_at:%Y-%m-%d %H:%M}): "
+            f"judge the new build as a new run (`peras judge {collection} --run-name NEW`)"
+        )
     return ProbeRun(run_id, name, collection, source)
 
 

@@ -61,10 +61,10 @@ def read_source_pairs(
 
 @task(cache_policy=NO_CACHE)
 def make_probe_copies(
-    pairs: list[SourcePair], kinds: list[ProbeKind], n: int, seed: int, collection: str
+    pairs: list[SourcePair], kinds: list[ProbeKind], n: int, seed: int, collection: str, subset: str | None
 ) -> list[ProbeCopy]:
     """The drawn pairs' clean copies and every kind's copies of them."""
-    return build_copies(pairs, draw_pairs(pairs, n, seed, collection), kinds, seed)
+    return build_copies(pairs, draw_pairs(pairs, n, seed, collection, subset), kinds, seed)
 
 
 def probe_fingerprint(source_fingerprint: str, subset: str | None, kinds: list[ProbeKind], n: int, seed: int) -> str:

@@ -74,3 +74,14 @@ def expected_frame(dimensions: list[str]) -> pl.DataFrame:
         ],
         schema={"text_id": pl.Utf8, "dimension": pl.Utf8, "level": pl.Utf8, "evidence_ids": pl.List(pl.Int32)},
     )
+
+
+def evidence_pair(text_id: str, analysis: str | None, cited: list[str]) -> tuple[str, str]:
+    """(reference, prediction) for the evidence judge: the check text's evidence sentences (or that none shows the
+    dimension), and the recognizer's analysis with the sentences it cited, one per line."""
+    text = next(t for t in load_check_set() if t.text_id == text_id)
+    sentences = split_sentences(text.text)
+    shown = [f"- {sentences[i - 1]}" for i in text.evidence]
+    reference = "\n".join(shown) if shown else "- none: no sentence shows this dimension (level uncertain)"
+    prediction = "\n".join([f"- {analysis or ''}".rstrip(), *(f"- {sentence}" for sentence in cited)])
+    return reference, prediction

@@ -10,6 +10,8 @@ must cite at least one sentence (the paper's evidence); an uncertain one cites n
 Trait (EPR-T), over n answers: one paragraph per facet, in order, each beginning "In terms of <facet>", the ids in
 its parentheses all within 1..n, and the line "In summary, it is judged that the assessor's trait level is <level>
 in <dimension>" (level high, low or uncertain).
+
+Evidence score: the first line "Score: <n>" with n in 1..5 (markdown marks ignored); anything else is a failure.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _MARKDOWN = str.maketrans("", "", "*`")  # bold and code marks around the fields
 _QUOTES = "\"'[]() "
 _SUMMARY = re.compile(r"In summary, it is judged that .*?trait level is (\w+) in (\w+)", re.I)
 _CITED = re.compile(r"\(([\d,\s]+)\)")
+_SCORE = re.compile(r"^[ \t]*score[ \t]*:[ \t]*(\d+)[ \t.]*$", re.I | re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +118,14 @@ def read_trait(text: str, n_answers: int, facet_names: tuple[str, ...], dimensio
         return failure(f"the summary judges {summary.group(2).lower()}, not {dimension}")
     value = {"level": level, "answer_ids": sorted(cited), "facet_paragraphs": paragraphs, "summary": summary.group(0)}
     return Parsed(value, True, "")
+
+
+def read_score(text: str) -> Parsed:
+    """The evidence judge's 1-5 score (module doc)."""
+    found = _SCORE.search(text.translate(_MARKDOWN))
+    if found is None:
+        return failure('no line "Score: <1-5>"')
+    score = int(found.group(1))
+    if not 1 <= score <= 5:
+        return failure(f"score {score} is not 1-5")
+    return Parsed({"score": score}, True, "")

@@ -1,4 +1,5 @@
-"""The recognize stage's prompts (peras/prompts/recognize_state.toml, recognize_trait.toml) and what fills them.
+"""The recognize stage's prompts (peras/prompts/recognize_state.toml, recognize_trait.toml, recognize_evidence.toml)
+and what fills them.
 
 The state prompt is the PersonalityEvd paper's Figure 6 word for word with the changes docs/personas.md lists; its
 placeholders keep the paper's names, written with spaces (`{target BF dim}`), so they are filled by name, not by
@@ -24,6 +25,7 @@ from peras.prompting import PROMPT_KEYS, check_keys, read_toml
 
 STATE_PROMPT = "recognize_state"
 TRAIT_PROMPT = "recognize_trait"
+EVIDENCE_PROMPT = "recognize_evidence"
 SPEAKER = "the assessor"  # the paper's {speaker}
 PLACEHOLDER = re.compile(r"\{([^{}\n]+)\}")
 DIMENSIONS = {name.lower(): code for code, name in DOMAINS.items()}  # 'openness' -> 'O'
@@ -119,5 +121,13 @@ def trait_messages(dimension: str, dialogues: str) -> list[dict[str, str]]:
             "facets": facet_names,
             "dialogues": dialogues,
         }
+    )
+    return [{"role": "user", "content": text}]
+
+
+def evidence_messages(dimension: str, reference: str, prediction: str) -> list[dict[str, str]]:
+    """The evidence judge's request: the recognizer's evidence scored 1-5 against the check set's."""
+    text = load_recognize_prompt(EVIDENCE_PROMPT).render(
+        **{"target BF dim": dimension, "reference": reference, "prediction": prediction}
     )
     return [{"role": "user", "content": text}]

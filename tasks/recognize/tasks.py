@@ -27,13 +27,34 @@ from tasks.engine.runs import Gate, RunClaim
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
-from tasks.recognize.asking import CotAnswer, RecognizeConfig, StateItem, StateStage, TraitItem, TraitStage
-from tasks.recognize.check_set import expected_frame
+from tasks.recognize.asking import (
+    CotAnswer,
+    EvidenceItem,
+    EvidenceStage,
+    RecognizeConfig,
+    StateItem,
+    StateStage,
+    TraitItem,
+    TraitStage,
+)
+from tasks.recognize.check_set import evidence_pair, expected_frame
 from tasks.recognize.measures import create_measure_views
-from tasks.recognize.prompt import STATE_PROMPT, TRAIT_PROMPT, load_recognize_prompt, parse_dimension
+from tasks.recognize.prompt import (
+    EVIDENCE_PROMPT,
+    STATE_PROMPT,
+    TRAIT_PROMPT,
+    load_recognize_prompt,
+    parse_dimension,
+)
 from tasks.shared.judge_runs import published_judge_run
 
 ALL_DIMENSIONS = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
+PARTS = {"recognize": STATE_PROMPT, "recognize_traits": TRAIT_PROMPT, "recognize_evidence": EVIDENCE_PROMPT}
+STAGES: dict[str, type[StateStage | TraitStage | EvidenceStage]] = {
+    "recognize": StateStage,
+    "recognize_traits": TraitStage,
+    "recognize_evidence": EvidenceStage,
+}
 
 
 def choose_dimensions(names: list[str] | None) -> list[str]:
@@ -82,6 +103,15 @@ def plan_traits(sampled: dict[str, list[CotAnswer]], dimensions: list[str]) -> l
     return [TraitItem(p, d, tuple(answers)) for p, answers in sampled.items() for d in dimensions]
 
 
+@task(cache_policy=NO_CACHE)
+def plan_evidence(settings: Settings, run_id: str) -> list[EvidenceItem]:
+    """The state run's check-set readings that read, each with the text's evidence and the recognizer's."""
+    with connect(settings.warehouse, read_only=True) as con:
+        found = run_sql(con, "recognize/select_check_readings", {"run_id": run_id}).fetchall()
+    return [EvidenceItem(run_id, text_id, dim, *evidence_pair(text_id, analysis, cited))
+            for text_id, dim, analysis, cited in found]  # fmt: skip
+
+
 def recognize_config(endpoint: Endpoint, kind: str, prompt: str, seed: int) -> RecognizeConfig:
     """The prompt's greedy sampling with the run's seed; the embedded model also the declaration's cap."""
     cap = declaration(kind).token_cap(endpoint.backend, embedded=endpoint.is_embedded)
@@ -90,14 +120,14 @@ def recognize_config(endpoint: Endpoint, kind: str, prompt: str, seed: int) -> R
 
 @dataclass
 class RecognizeRecipe(HeldItems):
-    """One of the recognize stage's two parts of the one flow body: states (EPR-S) or traits (EPR-T)."""
+    """One of the recognize stage's parts of the one flow body: states (EPR-S), traits (EPR-T), evidence scores."""
 
-    kind: str  # 'recognize' or 'recognize_traits'
+    kind: str  # 'recognize', 'recognize_traits' or 'recognize_evidence'
     judge_run: str
     sample_size: int
     seed: int
     run_name: str | None
-    planned: list[StateItem] | list[TraitItem]
+    planned: list[StateItem] | list[TraitItem] | list[EvidenceItem]
     dimensions: list[str]
     gate: Gate = Gate("recognition not published (the answers are kept)")
     personalities: tuple[()] = ()  # the judge run recorded them
@@ -105,7 +135,7 @@ class RecognizeRecipe(HeldItems):
     @property
     def prompt(self) -> str:
         """The prompt file this part asks with."""
-        return STATE_PROMPT if self.kind == "recognize" else TRAIT_PROMPT
+        return PARTS[self.kind]
 
     def configure(self, endpoint: Endpoint) -> RecognizeConfig:
         """Greedy with the run's seed, capped on the embedded model."""
@@ -124,9 +154,9 @@ class RecognizeRecipe(HeldItems):
         params = {"request": config.params(), "prompt_sha256": load_recognize_prompt(self.prompt).fingerprint}
         return RunClaim(stage, name, values, params)
 
-    def stage(self, config: RecognizeConfig) -> StateStage | TraitStage:
+    def stage(self, config: RecognizeConfig) -> StateStage | TraitStage | EvidenceStage:
         """Items to requests, answers to rows."""
-        return StateStage(config) if self.kind == "recognize" else TraitStage(config)
+        return STAGES[self.kind](config)
 
     def planned_frame(self) -> pl.DataFrame:
         """The planned items' keys, for the gate."""
@@ -136,9 +166,9 @@ class RecognizeRecipe(HeldItems):
         )
 
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
-        """Both parts' tables, the check set's expectations (states) and the measure views (sql/recognize/measures)."""
+        """Every part's tables, the check set's expectations (states) and the measure views (sql/recognize/measures)."""
         with open_migrated(settings.warehouse) as con:
-            for kind in ("recognize", "recognize_traits"):
+            for kind in PARTS:
                 run_statements(con, declaration(kind).sql("create_tables"))
             if self.kind == "recognize":
                 con.register("staged_check_texts", expected_frame(self.dimensions).to_arrow())
@@ -162,7 +192,7 @@ def load_measures(settings: Settings, run_name: str) -> dict[str, list[dict[str,
     with connect(settings.warehouse, read_only=True) as con:
         create_measure_views(con, temporary=True)
         tables = {}
-        for name in ("check_scores", "shares", "verdicts", "accuracy"):
+        for name in ("check_scores", "evidence_quality", "shares", "verdicts", "accuracy"):
             tables[name] = query_rows(con, f"recognize/select_{name}", {"run_name": run_name})
     return tables
 

@@ -38,15 +38,7 @@ counted as (
 
 final as (
     select
-        run_id,
-        run_name,
-        kind,
-        signal,
-        personality,
-        cot,
-        confidence_method,
-        n_attacked,
-        n_clean,
+        * exclude (rank_sum),
         case
             when n_attacked > 0 and n_clean > 0
                 then (rank_sum - n_attacked * (n_attacked + 1) / 2.0) / (n_attacked * n_clean)
