@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from peras import lake
 from peras.sql import view_files
-from peras.warehouse_writes import now, retrying, transaction
+from peras.warehouse_writes import first_line, now, retrying, transaction
 
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MISSING_TABLE = re.compile(r"(?:Table|View) with name (?P<name>\w+) does not exist")
 CREATE_PERSISTENT = re.compile(r"^(\s*create\s+or\s+replace\s+)(macro|view)\b", re.IGNORECASE | re.MULTILINE)
 
 
@@ -56,50 +59,149 @@ def stored_views_fingerprint(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(stored[0][0]) if stored else None
 
 
-def apply_views(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None:
-    """Create every view from sql/<stage>/views; a view is named after its file.
+@dataclass(frozen=True)
+class ViewFile:
+    """One file of sql/<stage>/views: the view or macro named after it, what it reads, how it is created."""
 
-    Files that start with `create` (macros) run as written. Views may depend on each other in any
-    order: failures are retried until no further progress is possible. `temporary` creates them in the
-    connection's temporary schema, where they shadow the stored ones: how a read-only reader gets the
-    definitions of the code it runs without writing anything.
-    """
-    pending = view_files()
-    while pending:
-        failed: list[tuple[Path, Exception]] = []
-        for path in pending:
-            text = path.read_text(encoding="utf-8")
-            body = _strip_comments(text).lstrip().lower()
-            if body.startswith("create"):
-                statement = CREATE_PERSISTENT.sub(r"\1temp \2", text) if temporary else text
-            else:
-                statement = f"create or replace {'temp ' if temporary else ''}view {path.stem} as\n{text}"
-            try:
-                con.execute(statement)
-            except duckdb.CatalogException as exc:
-                failed.append((path, exc))
-        if len(failed) == len(pending):
-            failed = [(path, exc) for path, exc in failed if not _waits_for_tables(con, path)]
-            if failed:
-                first_path, first_error = failed[0]
-                raise RuntimeError(f"cannot create view from {first_path}: {first_error}")
+    path: Path
+    name: str
+    reads: frozenset[str]  # the other views and macros its SQL names (derived: every word of it, strings included)
+    needs: tuple[str, ...]  # the tables of its `-- needs:` line: without one of them it is left out, not failed
+
+    def statement(self, temporary: bool) -> str:
+        """The statement that creates it (a macro file runs as written; `temporary`: in the temp schema)."""
+        text = self.path.read_text(encoding="utf-8")
+        if _strip_comments(text).lstrip().lower().startswith("create"):
+            return CREATE_PERSISTENT.sub(r"\1temp \2", text) if temporary else text
+        return f"create or replace {'temp ' if temporary else ''}view {self.name} as\n{text}"
+
+
+def read_view_files(paths: list[Path]) -> list[ViewFile]:
+    """The files as ViewFiles, each `reads` narrowed to the names of the others."""
+    texts = {path.stem: path.read_text(encoding="utf-8") for path in paths}
+    names = set(texts)
+    return [
+        ViewFile(path, path.stem, frozenset(_words(texts[path.stem]) & names - {path.stem}), _needs(texts[path.stem]))
+        for path in paths
+    ]
+
+
+def in_order(files: list[ViewFile]) -> list[ViewFile]:
+    """The files in dependency order (each after every one it reads; otherwise by name); a cycle is refused."""
+    by_name = {file.name: file for file in files}
+    done: dict[str, ViewFile] = {}
+    visiting: list[str] = []
+
+    def visit(file: ViewFile) -> None:
+        if file.name in done:
             return
-        pending = [path for path, _ in failed]
+        if file.name in visiting:
+            cycle = " -> ".join([*visiting[visiting.index(file.name) :], file.name])
+            raise RuntimeError(f"views read each other in a cycle ({cycle}): break it in one of their files")
+        visiting.append(file.name)
+        for name in sorted(file.reads):
+            visit(by_name[name])
+        visiting.pop()
+        done[file.name] = file
+
+    for file in sorted(files, key=lambda file: file.name):
+        visit(file)
+    return list(done.values())
 
 
-def _waits_for_tables(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
-    """Whether a view that could not be created names, in a `-- needs: table, ...` line, a table this warehouse
-    lacks: a warehouse whose migrations stop before that table's (a test of an old warehouse; a newer view file than
-    the warehouse's schema) leaves the view out instead of failing, and the open that creates the table creates it."""
-    needs = [
+def apply_views(
+    con: duckdb.DuckDBPyConnection,
+    temporary: bool = False,
+    paths: list[Path] | None = None,
+    only_missing: bool = False,
+) -> list[str]:
+    """Create the views of sql/<stage>/views (or of `paths`), each once, in dependency order; their names.
+
+    A view is named after its file; a file that starts with `create` (a macro) runs as written. What a view reads
+    among the others is found in its SQL (`in_order`); the tables it may find missing are named in a
+    `-- needs: table, ...` line: while one is missing (a declared stage's table before its first run, a warehouse
+    whose migrations stop before it) the view is left out, with every view that reads it, and created with those
+    tables (`apply_views_needing`). Any other failure is one line naming the file. `temporary` creates them in the
+    connection's temporary schema, where they shadow the stored ones: how a read-only reader gets the definitions
+    of the code it runs without writing anything. `only_missing` skips views that already exist.
+    """
+    files = in_order(read_view_files(view_files() if paths is None else paths))
+    have = _relations(con)
+    created: list[str] = []
+    left_out: set[str] = set()
+    for file in files:
+        if any(table not in have for table in file.needs) or file.reads & left_out:
+            left_out.add(file.name)
+        elif not (only_missing and file.name in have):
+            _create(con, file, temporary)
+            created.append(file.name)
+    return created
+
+
+def apply_views_needing(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...] | list[str]) -> list[str]:
+    """Create the stored views that need one of `tables` in their `-- needs:` line and do not exist yet, with the
+    views that read them: what creating a declared stage's tables calls (tasks/engine/runs.py, `claim_run`)."""
+    files = read_view_files(view_files())
+    wanted = {file.name for file in files if set(file.needs) & set(tables)}
+    grown = True
+    while grown:  # every view that reads a wanted one is wanted too
+        more = {file.name for file in files if file.reads & wanted} - wanted
+        grown, wanted = bool(more), wanted | more
+    if not wanted:
+        return []
+    return apply_views(con, paths=[file.path for file in files if file.name in wanted], only_missing=True)
+
+
+def create_views(con: duckdb.DuckDBPyConnection, *names: str, temporary: bool = False) -> list[str]:
+    """Create the views named (a view, or a stage: every view of its `sql/<stage>/views`), with every view they read
+    that `con` lacks; their names, in the order created. How a test creates a view set over a tiny inline table on
+    an in-memory DuckDB, with no flow and no Prefect server (a table standing in for a view it reads is kept)."""
+    files = read_view_files(view_files())
+    by_name = {file.name: file for file in files}
+    wanted = {file.name for file in files if file.name in names or file.path.parent.parent.name in names}
+    have = _relations(con)
+    pending = list(wanted)
+    while pending:
+        for name in by_name[pending.pop()].reads - wanted - have:
+            wanted.add(name)
+            pending.append(name)
+    return apply_views(con, temporary, [by_name[name].path for name in sorted(wanted)])
+
+
+def _create(con: duckdb.DuckDBPyConnection, file: ViewFile, temporary: bool) -> None:
+    try:
+        con.execute(file.statement(temporary))
+    except duckdb.CatalogException as exc:
+        missing = MISSING_TABLE.search(str(exc))
+        hint = (
+            f" (if {missing['name']} is a table that may not exist yet, name it in a `-- needs:` line of the file)"
+            if missing
+            else ""
+        )
+        raise RuntimeError(f"cannot create view from {file.path}: {first_line(exc)}{hint}") from None
+
+
+def _relations(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every table and view name `con` sees (temporary ones included)."""
+    return {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
+
+
+def _needs(text: str) -> tuple[str, ...]:
+    """The tables named in a file's `-- needs: table, ...` lines."""
+    return tuple(
         name.strip()
-        for line in path.read_text(encoding="utf-8").splitlines()
+        for line in text.splitlines()
         if line.startswith("-- needs:")
         for name in line.removeprefix("-- needs:").split(",")
         if name.strip()
-    ]
-    have = {row[0] for row in con.execute("select table_name from information_schema.tables").fetchall()}
-    return any(name not in have for name in needs)
+    )
+
+
+def _words(text: str) -> set[str]:
+    """Every identifier-like word of the SQL outside comments (a macro's default `'metrics_cells'` included: it
+    names the view the macro reads when called)."""
+    code = "\n".join(line.split("--", 1)[0] for line in text.splitlines())
+    return {word.lower() for word in WORD.findall(code)}
 
 
 def _strip_comments(text: str) -> str:
