@@ -68,8 +68,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from peras.settings import Settings
 from peras.warehouse import read_frame
 from tasks.engine.endpoint import Endpoint
@@ -105,12 +103,7 @@ class Passage:
 
     query_id: str
     doc_id: str
-    text: str
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """What identifies the item within a run (the declaration's keys)."""
-        return (self.query_id, self.doc_id)
+    text: str  # its keys (query_id, doc_id) are read by the engine from the attributes the declaration names
 
 
 @dataclass
@@ -154,11 +147,6 @@ class YesNoRecipe(HeldItems):
     def stage(self, config: str) -> YesNoStage:
         """The stage object."""
         return YesNoStage(config)
-
-    def planned_frame(self) -> pl.DataFrame:
-        """The planned passages, for the gate."""
-        rows = [{"query_id": p.query_id, "doc_id": p.doc_id} for p in self.planned]
-        return pl.DataFrame(rows, schema={"query_id": pl.Utf8, "doc_id": pl.Utf8})
 
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
         """Nothing is stored before asking."""
