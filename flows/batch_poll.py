@@ -8,6 +8,7 @@ from typing import Any
 
 from prefect import flow
 
+from flows.ask import ask
 from flows.fuse import fuse
 from flows.judge import judge
 from flows.pairwise import pairwise
@@ -30,8 +31,9 @@ def batch_poll(settings: Settings | None = None) -> dict[str, Any]:
     """Collect every live batch (each Batch API polled once); call again each waiting run whose answers came in,
     with the poller's settings at the run's Batch API and model in batch mode (the key: settings.api_key_env)."""
     settings = settings or load_settings()
-    stages: dict[str, Any] = {"judge": judge, "pairwise": pairwise, "priming": priming,
-                              "personas-check": personas_check, "fuse": fuse, "recognize": recognize}  # fmt: skip
+    # every flow a batch-mode run is asked under, by its name: a stage of its own's, or `ask` (any stage whose
+    # declaration says command = "ask", and the stage modules of the setting stage_modules)
+    stages: dict[str, Any] = {f.name: f for f in (judge, pairwise, priming, personas_check, fuse, recognize, ask)}
     n_polled = collect_live_batches(settings)
     outcomes = []
     for call in unique_calls(calls_to_make(settings)):

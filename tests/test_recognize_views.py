@@ -8,9 +8,9 @@ import pytest
 
 from peras.sql import run_sql, run_statements
 from peras.warehouse import open_migrated
+from peras.warehouse_views import create_views
 from tasks.engine.stage import declaration
 from tasks.recognize.check_set import expected_frame
-from tasks.recognize.measures import create_measure_views
 
 pytestmark = pytest.mark.core
 
@@ -69,7 +69,7 @@ def con(tmp_path):
             " t(run_name, model, trait, comparison, is_pass)"
         )
         con.execute("create temp table persona_check_runs as select 'c1' as run_name, now() as created_at")
-        create_measure_views(con, temporary=True)
+        create_views(con, "recognize", temporary=True)
         yield con
 
 

@@ -384,10 +384,10 @@ def test_a_run_asked_by_a_live_process_is_refused_to_a_second_one(toy_settings):
 def test_a_warehouse_made_before_declarations_keeps_its_runs(capsys, tmp_path, monkeypatch, settings):
     """A warehouse of main before issue 29 (migrations up to V520, runs written by the per-stage SQL files that the
     declarations replaced) opens, migrates in place (V530 adds the run leases) and keeps every run: listed, resumed."""
-    from peras import warehouse
+    from peras import warehouse_migrations
 
-    every = warehouse.migrations()
-    monkeypatch.setattr(warehouse, "migrations", lambda: [m for m in every if m[0] <= 520])
+    every = warehouse_migrations.migrations()
+    monkeypatch.setattr(warehouse_migrations, "migrations", lambda: [m for m in every if m[0] <= 520])
     with open_migrated(settings.warehouse) as con:
         con.execute(
             "insert into pairwise_runs values ('p1', 'old-pairwise', 'sample', null, 'm', 'vllm', 42, "
@@ -404,7 +404,7 @@ def test_a_warehouse_made_before_declarations_keeps_its_runs(capsys, tmp_path, m
         )
         tables = {row[0] for row in con.execute("select table_name from duckdb_tables()").fetchall()}
     assert "run_leases" not in tables
-    monkeypatch.setattr(warehouse, "migrations", lambda: every)
+    monkeypatch.setattr(warehouse_migrations, "migrations", lambda: every)
     listed = run_cli(capsys, "runs", "list", "--warehouse", str(settings.warehouse))
     assert listed.exit_code == 0, listed.err
     assert [line.split()[:5] for line in listed.out.splitlines()[2:]] == [

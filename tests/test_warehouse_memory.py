@@ -12,7 +12,7 @@ import sys
 import duckdb
 import pytest
 
-from peras import warehouse
+from peras import warehouse_migrations
 from peras.errors import UsageError
 from peras.sql import run_sql
 from peras.warehouse import ROW_GROUP_ROWS, bounded, connect, migrate, migrations, transaction
@@ -108,7 +108,7 @@ def test_v520_drops_the_keys_of_the_run_tables_and_keeps_their_rows(tmp_path, mo
     indexes go. A duplicate is then refused by the judge gate (sql/judge/assert_no_copies.sql), not by an index."""
     path = tmp_path / "w.duckdb"
     every = migrations()
-    monkeypatch.setattr(warehouse, "migrations", lambda: [m for m in every if m[0] < 520])
+    monkeypatch.setattr(warehouse_migrations, "migrations", lambda: [m for m in every if m[0] < 520])
     up_to_v520 = [m for m in every if m[0] <= 520]  # later migrations are not this test's
     with connect(path) as con:
         migrate(con)
@@ -124,7 +124,7 @@ def test_v520_drops_the_keys_of_the_run_tables_and_keeps_their_rows(tmp_path, mo
             "'2026-11-23 00:00:00', 'r1')"
         )
         columns_before = {t: [c[:3] for c in con.execute(f"describe {t}").fetchall()] for t in RUN_TABLES}
-    monkeypatch.setattr(warehouse, "migrations", lambda: up_to_v520)
+    monkeypatch.setattr(warehouse_migrations, "migrations", lambda: up_to_v520)
     with connect(path) as con:
         assert migrate(con) == [520]
         assert [keys(con, table) for table in RUN_TABLES] == [[], []]

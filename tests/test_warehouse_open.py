@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from peras import warehouse
+from peras import warehouse, warehouse_views
 from peras.sql import view_files
 from peras.warehouse import connect, kept_open, open_current, open_migrated
 
@@ -28,13 +28,13 @@ def test_views_are_created_once_then_again_only_when_their_files_change(tmp_path
         pass
     assert stamps(path) == 1
     created: list[bool] = []
-    apply_views = warehouse.apply_views
+    apply_views = warehouse_views.apply_views
 
     def recorded(con: duckdb.DuckDBPyConnection, temporary: bool = False) -> None:
         created.append(temporary)
         apply_views(con, temporary)
 
-    monkeypatch.setattr(warehouse, "apply_views", recorded)
+    monkeypatch.setattr(warehouse_views, "apply_views", recorded)
     for _ in range(3):
         with open_migrated(path):
             pass
@@ -46,7 +46,7 @@ def test_views_are_created_once_then_again_only_when_their_files_change(tmp_path
     extra.parent.mkdir()
     extra.write_text("select 42 as answer\n", encoding="utf-8")
     files = view_files()
-    monkeypatch.setattr(warehouse, "view_files", lambda: [*files, extra])
+    monkeypatch.setattr(warehouse_views, "view_files", lambda: [*files, extra])
     with open_current(path) as con:
         assert con.execute("select answer from zz_open_test").fetchall() == [(42,)]
     assert created == [True]

@@ -25,7 +25,8 @@ from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
 from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_probe
 from tasks.engine.spec import Plan, RunIdentity, Stage
-from tasks.engine.stages import HeldPlan
+from tasks.engine.stage import declaration
+from tasks.engine.stages import HeldPlan, declared_frame
 from tasks.engine.tasks import (
     ask_all,
     check_endpoint,
@@ -102,11 +103,13 @@ class HeldItems:
 
     def planned_tables(self, plan: Any, config: Any) -> dict[str, PlannedTable]:
         """The planned items as rows, as the engine's gate_items template reads them."""
-        return {"planned_items": self.planned_frame()}
+        frame = self.planned_frame()
+        return {"planned_items": declared_frame(declaration(plan.kind), self.planned) if frame is None else frame}
 
-    def planned_frame(self) -> pl.DataFrame:
-        """The planned items as rows (keys and what the plan fixes)."""
-        raise NotImplementedError
+    def planned_frame(self) -> pl.DataFrame | None:
+        """The planned items as rows (keys and what the plan fixes); None: the declaration's keys and planned columns,
+        read from each item's attributes of those names (`declared_frame`)."""
+        return None
 
     def wants_logprobs(self) -> bool:
         """No log-probabilities asked (pairwise's logp asks them)."""

@@ -22,6 +22,7 @@ from peras.llm.constraints import DIALECTS, FREE
 from peras.settings import Settings
 from peras.sql import run_sql, run_statements
 from peras.warehouse import now, open_migrated, retrying, retrying_bounded, transaction
+from peras.warehouse_views import apply_views_needing
 from tasks.engine.endpoint import Probed
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.own_stages import check_own_tables
@@ -112,7 +113,8 @@ def claim_run(
 
     The one rule for every stage: same fixed values and same request parameters, or refused with the difference
     named (`stored_run`). The stage's tables are created from its declaration if they do not exist yet (a stage of
-    your own's that exist with other columns are refused: `check_own_tables`). With `lease`, the run's lease is taken
+    your own's that exist with other columns are refused: `check_own_tables`), and with them the views that name
+    them in a `-- needs:` line (`sql/<stage>/views/`). With `lease`, the run's lease is taken
     in the same write (tasks/engine/lease.py): a run another live process is asking is refused; the caller holds the
     lease while it asks (`lease.held`) and so drops it.
     """
@@ -122,6 +124,7 @@ def claim_run(
         with open_migrated(settings.warehouse) as con:
             run_statements(con, stage.sql("create_tables"))
             check_own_tables(con, stage)
+            apply_views_needing(con, stage.tables)  # the stage's views wait for its tables (`-- needs:`)
             with transaction(con):  # the run and its lease commit together: a claim read back sees both or neither
                 return write_claim(con, claim, model, backend, lease)
 

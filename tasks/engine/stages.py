@@ -12,21 +12,37 @@ import asyncio
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from peras.errors import RequestRejected
 from tasks.engine.spec import Answer, Ask, AskFn, Fetch
-from tasks.engine.stage import sql_of
+from tasks.engine.stage import StageDeclaration, declaration, sql_of
+
+K = TypeVar("K")
+# The Polars type of a declared column type (others: as Polars infers them from the values).
+POLARS_TYPES = {"varchar": "Utf8", "integer": "Int32", "bigint": "Int64", "double": "Float64", "boolean": "Boolean"}
 
 
-class Keyed(Protocol):
-    """A planned item: its key is the declared stage's keys, in order (what `select_done` returns before the status)."""
+def item_key(kind: str, item: Any) -> tuple[Any, ...]:
+    """What identifies an item within a run, the declared keys in order (what `select_done` returns before the
+    status): its own `key`, or else its declaration's keys read from the item's
+    attributes of those names (so a stage does not restate its keys by hand)."""
+    own = getattr(item, "key", None)
+    return tuple(own) if own is not None else tuple(getattr(item, column.name) for column in declaration(kind).keys)
 
-    @property
-    def key(self) -> tuple[Any, ...]: ...
 
+def declared_frame(stage: StageDeclaration, items: Sequence[Any]) -> Any:
+    """The planned items as the gate reads them: the declaration's keys and planned columns, read from each item's
+    attributes of those names (what a `HeldItems` recipe gives when it has no `planned_frame` of its own)."""
+    import polars as pl  # here: the engine's other users never need it (a command's fixed cost, issue 35)
 
-K = TypeVar("K", bound=Keyed)
+    names = [column.name for column in (*stage.keys, *stage.planned)]
+    types = {column.name: POLARS_TYPES.get(column.type) for column in (*stage.keys, *stage.planned)}
+    schema = {name: getattr(pl, kind) for name, kind in types.items() if kind is not None}
+    rows = [{name: getattr(item, name) for name in names} for item in items]
+    if len(schema) < len(names):
+        return pl.DataFrame(rows) if rows else pl.DataFrame({name: [] for name in names})
+    return pl.DataFrame(rows, schema=schema)
 
 
 @dataclass
@@ -50,7 +66,7 @@ class HeldPlan(Generic[K]):
         """The planned items with no stored outcome yet (or a failed one, when failures are pending)."""
         rows = fetch(sql_of(self.kind, "select_done"), {"run_id": self.run_id})
         done = {tuple(key) for *key, status in rows if not (self.failures_pending and status != "ok")}
-        return [item for item in self.planned if item.key not in done]
+        return [item for item in self.planned if item_key(self.kind, item) not in done]
 
     def count(self, fetch: Fetch) -> int:
         """Items still to ask."""

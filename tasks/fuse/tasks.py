@@ -166,13 +166,6 @@ class FuseRecipe(HeldItems):
         """Pairs to requests, answers to answer rows."""
         return FuseStage(config, self.fused.answers, self.fused.texts)
 
-    def planned_frame(self) -> pl.DataFrame:
-        """The pairs asked, for the gate."""
-        return pl.DataFrame(
-            [{"query_id": i.query_id, "doc_id": i.doc_id} for i in self.planned],
-            schema={"query_id": pl.Utf8, "doc_id": pl.Utf8},
-        )
-
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
         """The run's judges and votes, stored before the fuser is asked (published with the gate)."""
         store_votes(settings, run, self.judges, self.votes, publish=False)

@@ -26,11 +26,6 @@ class ItemAsk:
     item_id: int
     sample_index: int
 
-    @property
-    def key(self) -> tuple[str, int, int]:
-        """What identifies the answer within a check run."""
-        return (self.personality, self.item_id, self.sample_index)
-
 
 @dataclass(frozen=True)
 class CheckConfig:

@@ -96,16 +96,6 @@ class CheckRecipe(HeldItems):
         items = {item.item_id: item for item in self.items}
         return PersonasStage(config, {p.code: p for p in self.personalities}, items)
 
-    def planned_frame(self) -> pl.DataFrame:
-        """The planned answers as rows, for the gate."""
-        return pl.DataFrame(
-            [
-                {"personality": a.personality, "item_id": a.item_id, "sample_index": a.sample_index}
-                for a in self.planned
-            ],
-            schema={"personality": pl.Utf8, "item_id": pl.Int32, "sample_index": pl.Int32},
-        )
-
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
         """The BFI-2 items the answers refer to (bfi2_items), stored before asking."""
         with open_migrated(settings.warehouse) as con:

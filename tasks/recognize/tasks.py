@@ -20,7 +20,8 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import UsageError
 from peras.settings import Settings
 from peras.sql import query_rows, run_sql, run_statements
-from peras.warehouse import connect, open_migrated
+from peras.warehouse import connect, open_current, open_migrated
+from peras.warehouse_views import apply_views_needing
 from tasks.engine.endpoint import Endpoint
 from tasks.engine.running import HeldItems, StageOutcome
 from tasks.engine.runs import Gate, RunClaim
@@ -38,7 +39,6 @@ from tasks.recognize.asking import (
     TraitStage,
 )
 from tasks.recognize.check_set import evidence_pair, expected_frame
-from tasks.recognize.measures import create_measure_views
 from tasks.recognize.prompt import (
     EVIDENCE_PROMPT,
     STATE_PROMPT,
@@ -166,14 +166,14 @@ class RecognizeRecipe(HeldItems):
         )
 
     def prepare(self, settings: Settings, run: RunIdentity) -> None:
-        """Every part's tables, the check set's expectations (states) and the measure views (sql/recognize/measures)."""
+        """Every part's tables with their measure views (sql/recognize/views), the check set's expectations (states)."""
         with open_migrated(settings.warehouse) as con:
             for kind in PARTS:
                 run_statements(con, declaration(kind).sql("create_tables"))
+                apply_views_needing(con, declaration(kind).tables)
             if self.kind == "recognize":
                 con.register("staged_check_texts", expected_frame(self.dimensions).to_arrow())
                 run_sql(con, "recognize/replace_check_texts", {"run_id": run.run_id})
-            create_measure_views(con)
 
 
 def recognizer_settings(settings: Settings, model: str | None, base_url: str | None) -> Settings:
@@ -189,8 +189,7 @@ def recognizer_settings(settings: Settings, model: str | None, base_url: str | N
 @task(cache_policy=NO_CACHE)
 def load_measures(settings: Settings, run_name: str) -> dict[str, list[dict[str, Any]]]:
     """The run's check-set figures, shares, own-dimension verdicts and accuracy, from the measure views."""
-    with connect(settings.warehouse, read_only=True) as con:
-        create_measure_views(con, temporary=True)
+    with open_current(settings.warehouse) as con:
         tables = {}
         for name in ("check_scores", "evidence_quality", "shares", "verdicts", "accuracy"):
             tables[name] = query_rows(con, f"recognize/select_{name}", {"run_name": run_name})

@@ -1,6 +1,6 @@
 """The report's recognize section: per published recognize run, the recognizer's check-set figures first, then
 each persona's own-dimension verdict against default and the BFI-2 check, and evidence examples (the views of
-sql/recognize/measures, created with the stage's first run; read by sql/report/select_recognize_*.sql)."""
+sql/recognize/views, created with the stage's first run; read by sql/report/select_recognize_*.sql)."""
 
 from __future__ import annotations
 

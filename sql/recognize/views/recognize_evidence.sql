@@ -1,3 +1,4 @@
+-- needs: recognize_runs, recognize_states
 -- The evidence the recognizer quoted: per published recognize run, every answer read at a high or low level, with
 -- the sentences it cited (evidence, by utterance_ids) and its analysis; is_own_dimension and is_intended_pole say
 -- whether it is the persona's own dimension read at the persona's pole (the examples the report shows first).

@@ -1,3 +1,4 @@
+-- needs: recognize_trait_runs, recognize_traits
 -- The trait judgments (EPR-T) per published recognize traits run x personality x dimension, with their evidence:
 -- the level, the ids of the answers cited (answer k is shown[k], 'query_id/doc_id'), one paragraph per facet and the
 -- summary line (the paper's Figure 8 form); is_intended_pole for a persona's own dimension read at its pole.

@@ -1,3 +1,4 @@
+-- needs: recognize_runs, recognize_states
 -- How far to trust the recognizer, per published recognize run: its readings of the check set (personality
 -- 'check-set'; texts written for PERAS, their expectations in recognize_check_texts: text_id, dimension, level,
 -- evidence_ids).

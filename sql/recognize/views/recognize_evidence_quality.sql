@@ -1,3 +1,4 @@
+-- needs: recognize_runs, recognize_evidence_runs, recognize_evidence_scores
 -- The evidence judge's 1-5 scores of a recognize run's check-set evidence (PersonalityEvd §4.1-4.2: semantic overlap
 -- with the ground truth, scored by an LLM), per published recognize run and published evidence run.
 --   evidence_run_name, judge_model   the evidence run and the model that scored

@@ -1,3 +1,4 @@
+-- needs: recognize_runs, recognize_states
 -- Per published recognize run x personality x dimension: how the recognizer read the persona's sampled CoT answers
 -- (EPR-S; the check set's readings are left out). A run that failed its gate (or is still running) is counted
 -- nowhere: every view over recognize_shares (shift, accuracy, BFI-2 agreement) reads published runs only.
