@@ -12,7 +12,7 @@ from peras.settings import Settings, load_settings
 from tasks.assess.hybrid import HybridQrels, hybrid_qrels, write_hybrid
 from tasks.assess.plan import DEFAULT_STRATEGY
 from tasks.assess.tasks import import_labels, load_plan, load_stored_plan, pick_pairs, store_plan
-from tasks.evaluate.tasks import load_run_labels, one_qrels
+from tasks.evaluate.tasks import describe_qrels, load_run_labels, one_qrels
 from tasks.publish.tasks import publish_analyst_snapshot
 
 
@@ -80,4 +80,5 @@ def export_hybrid_qrels(
     """The plan's human labels where given, its judge run's LLM labels elsewhere, as TREC qrels with provenance."""
     settings = settings or load_settings()
     hybrid = plan_hybrid_qrels(plan, personality, aggregate, cot, confidence_method, settings)
-    return write_hybrid(settings, hybrid.qrels, Path(output))
+    header = describe_qrels(settings, hybrid.labels, personality, aggregate, False, hybrid=plan)
+    return write_hybrid(settings, hybrid.qrels, Path(output), header)

@@ -230,6 +230,13 @@ def test_labels_come_back_from_the_tsv_and_make_hybrid_qrels(planned, capsys, tm
         ("e3", "ana"), ("c5", "ana")
     ]  # fmt: skip
     assert provenance.height == 40 and math.isclose(provenance["llm_label"].mean(), sum(QRELS.values()) / 40)
+    metadata = Path(f"{out}.ir_metadata").read_text()  # its ir_metadata block: the plan, the run, the same each time
+    assert "--hybrid unsure --personality default" in metadata
+    assert "labels of plan unsure where given, else LLM labels (per line: *.provenance.tsv)" in metadata
+    again = tmp_path / "again" / "hybrid.qrels"
+    assert cli(capsys, planned, "export-qrels", "--hybrid", "unsure", "--output", str(again)).exit_code == 0
+    for suffix in ("", ".provenance.tsv", ".ir_metadata"):
+        assert Path(f"{again}{suffix}").read_bytes() == Path(f"{out}{suffix}").read_bytes()
 
 
 @pytest.mark.integration

@@ -14,6 +14,7 @@ from prefect.cache_policies import NO_CACHE
 from peras.errors import UsageError
 from peras.outputs import write_files
 from peras.settings import Settings
+from tasks.shared.ir_metadata import side_path
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,10 @@ def provenance_path(path: Path) -> Path:
 
 
 @task(cache_policy=NO_CACHE)
-def write_hybrid(settings: Settings, qrels: pl.DataFrame, output: Path) -> dict[str, Any]:
-    """The TREC qrels file and its provenance side file (one line per qrels line), both or neither."""
+def write_hybrid(settings: Settings, qrels: pl.DataFrame, output: Path, header: str) -> dict[str, Any]:
+    """The TREC qrels file, its provenance per line and its ir_metadata block (`header`), all or none."""
     lines = "".join(f"{q} 0 {d} {r}\n" for q, d, r in qrels.select("query_id", "doc_id", "relevance").iter_rows())
-    write_files({output: lines, provenance_path(output): qrels.write_csv(separator="\t")}, settings.warehouse,
-                "--output", output)  # fmt: skip
+    files = {output: lines, provenance_path(output): qrels.write_csv(separator="\t"), side_path(output): header}
+    write_files(files, settings.warehouse, "--output", output)
     n_human = qrels.filter(pl.col("source") == "human").height
     return {"output": str(output), "n_pairs": qrels.height, "n_human": n_human, "n_llm": qrels.height - n_human}

@@ -95,13 +95,15 @@ def judge_method(
 
 def qrels_header(con: Any, run_id: str, cot: bool, method: str, choice: dict[str, Any]) -> str:
     """The ir_metadata block of a qrels file of a judge run's labels (`choice`: run name, personality or aggregate,
-    fill_from_human)."""
+    fill_from_human, and hybrid: the assessment plan whose human labels replace the run's where given)."""
     whose = {"aggregate": choice["aggregate"]} if choice["aggregate"] else {"personality": choice["personality"]}
     method_component, data = judge_method(con, run_id, cot, method, whose)
-    filled = bool(choice["fill_from_human"])
+    filled, plan = bool(choice["fill_from_human"]), choice.get("hybrid")
     data["qrels"] = "human qrels, LLM labels where they judge nothing" if filled else "LLM labels alone"
+    if plan:
+        data["qrels"] = f"assessors' labels of plan {plan} where given, else LLM labels (per line: *.provenance.tsv)"
     flags = [
-        f"--run {choice['run']}",
+        f"--hybrid {plan}" if plan else f"--run {choice['run']}",
         f"--aggregate {whose['aggregate']}" if "aggregate" in whose else f"--personality {whose['personality']}",
         "--cot" if cot else "--no-cot",
         f"--confidence-method {method}",

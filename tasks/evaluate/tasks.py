@@ -167,14 +167,21 @@ def check_collection(labels: RunLabels, collection_id: str) -> RunLabels:
 
 @task(cache_policy=NO_CACHE)
 def describe_qrels(
-    settings: Settings, labels: RunLabels, personality: str | None, aggregate: str | None, fill_from_human: bool
+    settings: Settings,
+    labels: RunLabels,
+    personality: str | None,
+    aggregate: str | None,
+    fill_from_human: bool,
+    hybrid: str | None = None,
 ) -> str:
-    """The ir_metadata block of a qrels export of the run's labels (tasks/evaluate/provenance.py)."""
+    """The ir_metadata block of a qrels export of the run's labels (tasks/evaluate/provenance.py); `hybrid`: the
+    assessment plan whose labels replace the run's where given."""
     choice = {
         "run": labels.run_name,
         "personality": personality or "default",
         "aggregate": aggregate,
         "fill_from_human": fill_from_human,
+        "hybrid": hybrid,
     }
     with open_migrated(settings.warehouse) as con:
         return qrels_header(con, labels.run_id, labels.cot, labels.confidence_method, choice)
