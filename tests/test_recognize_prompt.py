@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from peras.errors import InputError
-from peras.paths import PROMPTS_DIR
 from tasks.recognize.parsing import read_state, read_trait
 from tasks.recognize.prompt import dimension_definition, facets, read_recognize_prompt, state_messages
 from tasks.recognize.sentences import numbered, split_sentences
 from tests.paper_text import apply_changes, changes_table, normalise, paper_text
+from tests.prompt_files import prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -30,7 +30,7 @@ def figure_6() -> str:
 def test_the_prompt_is_figure_6_with_the_documented_changes():
     changes = changes_table(DOC, "### The recognize prompt")
     assert len(changes) == 6
-    template = tomllib.loads((PROMPTS_DIR / "recognize_state.toml").read_text())["template"]
+    template = tomllib.loads((prompt_file("recognize_state")).read_text())["template"]
     assert apply_changes(figure_6(), changes) == normalise(template)
     # the template keeps the paper's line breaks (only the PDF's wrapped lines are joined)
     assert template.count("\n") == figure_6().count("\n") - 2
@@ -151,6 +151,6 @@ def test_a_trait_answer_reads_as_figure_8():
 )  # fmt: skip
 def test_a_prompt_file_that_drifts_is_refused_on_load(tmp_path, change, message):
     path = tmp_path / "recognize_state.toml"
-    path.write_text((PROMPTS_DIR / "recognize_state.toml").read_text().replace(*change))
+    path.write_text((prompt_file("recognize_state")).read_text().replace(*change))
     with pytest.raises(InputError, match=message):
         read_recognize_prompt(path, "recognize_state")

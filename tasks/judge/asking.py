@@ -31,7 +31,7 @@ from peras.prompting import sampling_params
 from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params
 from tasks.engine.stages import ask_samples, majority
 from tasks.judge.parsing import parse_certainty_answer
-from tasks.judge.prompt import build_confidence_messages, build_joint_messages, build_label_messages
+from tasks.judge.prompt import build_confidence_messages, build_joint_messages, build_label_messages, label_prompt
 
 METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
 JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer
@@ -85,8 +85,7 @@ class JudgeConfig:
     def label_params(self, cot: bool, method: str) -> dict[str, Any]:
         """Request parameters of the label request (temperature 0, top_p 1 from the prompt file; 'certainty'
         samples at certainty_temperature and certainty_top_p)."""
-        prompt = f"{method}_{'cot' if cot else 'nocot'}" if method in JOINT_METHODS else None
-        params = sampling_params(prompt or ("label_cot" if cot else "label_nocot"))
+        params = sampling_params(label_prompt(cot, method))
         if method == "certainty":
             params |= {"temperature": self.certainty_temperature, "top_p": self.certainty_top_p, "seed": 0}
         limit = self.max_tokens_cot if cot else self.max_tokens_label
@@ -305,9 +304,7 @@ class JudgeStage(PersonaStage[JudgeConfig]):
 @functools.cache  # once per (CoT, method): asked for every request
 def label_answer_shape(cot: bool, method: str) -> AnswerShape:
     """The shape of a label request's answer: the joint methods' own prompts, else the label's."""
-    if method in JOINT_METHODS:
-        return answer_shape(f"{method}_{'cot' if cot else 'nocot'}")
-    return label_shape(cot)
+    return answer_shape(label_prompt(cot, method))
 
 
 def label_shape(cot: bool) -> AnswerShape:
