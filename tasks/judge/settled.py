@@ -26,8 +26,8 @@ from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import MEMORY_TIGHT, connect, publish_snapshot
-from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import gate_params, gate_problems, stored_run
+from tasks.engine.endpoint import Endpoint, known_format
+from tasks.engine.runs import answered_as, gate_params, gate_problems, stored_run
 from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -66,15 +66,15 @@ def settled(
         row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
         if row is None or row[5] != PUBLISHED:
             return None
-        stored = json.loads(row[4])
-        answer_format = str(stored.get("answer_format", FREE))
-        if answer_format not in (FREE, *DIALECTS) or settings.answer_format not in ("auto", answer_format):
-            return None  # the flow would probe the server, or refuse the format
-        endpoint = Endpoint(
-            endpoint.base_urls, endpoint.model, endpoint.backend, answer_format, "as the run resumed asked"
-        )
+        stored = str(json.loads(row[4]).get("answer_format", FREE))
+        # the engine's rule (check_endpoint): None, the flow would probe the server
+        probe = known_format(settings.answer_format, stored if stored in (FREE, *DIALECTS) else None, False)
+        if probe is None:
+            return None
+        endpoint = Endpoint(endpoint.base_urls, endpoint.model, endpoint.backend, probe.answer_format, probe.found)
         config = judge_config(endpoint, n_samples)
-        run_id, differences = stored_run(con, judge_claim(name, collection, subset, config, methods), config.model)
+        claim = answered_as(judge_claim(name, collection, subset, config, methods), endpoint)
+        run_id, differences = stored_run(con, claim, config.model)
         if run_id is None or differences:
             return None  # the flow says why: let it
         if not same_personalities(con, personalities):
