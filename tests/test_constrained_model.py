@@ -16,7 +16,7 @@ from peras import local_model as lm
 from peras.llm.client import LLMClient
 from peras.llm.constraints import Probe, answer_shape, constrain, numbered_shape, probe_dialect
 from peras.llm.joint_parsing import parse_self_answer
-from peras.llm.parsing import label_logprob_scores, label_token
+from peras.llm.logprobs import label_logprob_scores, label_token
 from peras.prompting import select_personalities
 from peras.settings import Settings
 from tasks.judge.prompt import build_joint_messages, build_label_messages

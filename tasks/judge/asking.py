@@ -26,7 +26,8 @@ from typing import Any
 from peras.errors import RequestRejected
 from peras.llm.constraints import FREE, AnswerShape, answer_shape
 from peras.llm.joint_parsing import parse_self_answer
-from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
+from peras.llm.logprobs import label_logprob_scores, label_token
+from peras.llm.parsing import parse_confidence, parse_label
 from peras.prompting import sampling_params
 from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params, sent_params
 from tasks.engine.stages import ask_samples, majority

@@ -66,12 +66,10 @@ def settled(
         row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
         if row is None or row[5] != PUBLISHED:
             return None
-        stored = str(json.loads(row[4]).get("answer_format", FREE))
-        # the engine's rule (check_endpoint): None, the flow would probe the server
-        probe = known_format(settings.answer_format, stored if stored in (FREE, *DIALECTS) else None, False)
-        if probe is None:
-            return None
-        endpoint = Endpoint(endpoint.base_urls, endpoint.model, endpoint.backend, probe.answer_format, probe.found)
+        resumed = resumed_endpoint(settings, endpoint, json.loads(row[4]))
+        if resumed is None:
+            return None  # the flow would probe the server
+        endpoint = resumed
         config = judge_config(endpoint, n_samples)
         claim = answered_as(judge_claim(name, collection, subset, config, methods), endpoint)
         run_id, differences = stored_run(con, claim, config.model)
@@ -106,6 +104,16 @@ def settled(
         "n_planned": len(plan.pairs) * len(personalities) * len(cot) * len(methods),
         "n_failures": failures,
     }
+
+
+def resumed_endpoint(settings: Settings, endpoint: Endpoint, stored: dict[str, Any]) -> Endpoint | None:
+    """The endpoint in the answer format the call asks in by the engine's rule (known_format, as check_endpoint),
+    from the format the stored run asked in; None when only a probe can tell."""
+    asked = str(stored.get("answer_format", FREE))
+    probe = known_format(settings.answer_format, asked if asked in (FREE, *DIALECTS) else None, False)
+    if probe is None:
+        return None
+    return Endpoint(endpoint.base_urls, endpoint.model, endpoint.backend, probe.answer_format, probe.found)
 
 
 def same_personalities(con: Any, personalities: list[Personality]) -> bool:
