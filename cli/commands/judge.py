@@ -13,6 +13,7 @@ from cli.common import (
     bounded,
     endpoint_options,
     endpoint_tags,
+    personality_set_option,
     retry_failed_option,
     run_flow,
     run_tags,
@@ -122,11 +123,7 @@ def spread_line(result: dict[str, Any]) -> str:
 )
 @click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
 @click.option("--limit-pairs", type=bounded(1), help="Judge only the first N pairs (a quick look).")
-@click.option(
-    "--personality-set",
-    help="Judge with a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
-    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
-)
+@personality_set_option("Judge with")
 @click.option(
     "--parts",
     type=bounded(1),

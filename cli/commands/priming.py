@@ -11,7 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, retry_failed_option, run_asking_flow, seed_option, settings_options
+from cli.common import (
+    bounded,
+    endpoint_options,
+    personality_set_option,
+    retry_failed_option,
+    run_asking_flow,
+    seed_option,
+    settings_options,
+)
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -55,11 +63,7 @@ DEFAULT_COLLECTION = "dl19"
     help="Prologue and epilogue sizes (repeatable) [4,4 4,8 8,8].",
 )
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable), or all [default].")
-@click.option(
-    "--personality-set",
-    help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
-    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
-)
+@personality_set_option("Ask under")
 @seed_option("Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
