@@ -119,6 +119,15 @@ def seed_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., 
     return click.option("--seed", type=bounded(0), default=42, show_default=True, help=help_text)
 
 
+def personality_set_option(verb: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--personality-set: a stored personality set the command asks under; `verb` says what the command does."""
+    return click.option(
+        "--personality-set",
+        help=f"{verb} a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
+        "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
+    )
+
+
 def retry_failed_option(help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--retry-failed: ask again what the run stored as failures; `help_text` says what they are in the command."""
     return click.option("--retry-failed", is_flag=True, help=help_text)

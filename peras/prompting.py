@@ -1,8 +1,11 @@
 """Personalities and prompt templates: data files validated on load, rendered into chat messages.
 
-What every stage shares: the personalities, the prompt files (`load_prompt`, `cached_prompt`, `sampling_params`),
-the message layout (`personality_messages`) and the request hashes. Each stage builds its own messages from them
-(tasks/judge/prompt.py, tasks/pairwise/prompt.py, tasks/personas/prompt.py, tasks/priming/prompt.py, ...).
+What every stage shares: the personalities, the one reader of prompt files (`read_prompt`; `load_prompt`,
+`cached_prompt`, `sampling_params` for str.format templates), the message layout (`personality_messages`) and the
+request hashes. A stage's own prompt files live in its folder, `tasks/<stage>/prompts/<name>.toml`, beside their
+answer shapes (`answers.toml`); `peras/prompts/` keeps only those several stages share (the label and confidence
+prompts). Each stage builds its own messages from them (tasks/judge/prompt.py, tasks/pairwise/prompt.py,
+tasks/personas/prompt.py, tasks/priming/prompt.py, ...).
 
 Message layout (one request = one user message, no system message):
 
@@ -23,7 +26,9 @@ import json
 import re
 import string
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -38,22 +43,6 @@ POLES = ("high", "low", "none")
 PERSONALITY_KEYS = ("code", "name", "trait", "pole", "instruction")
 # Codes become column values, file names and CLI arguments: keep them short and shell-safe.
 CODE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
-PROMPT_NAMES = (
-    "label_nocot",
-    "label_cot",
-    "confidence",
-    "self_nocot",
-    "self_cot",
-    "self_pairwise",
-    "mp_logp_pairwise",
-    "certainty_nocot",
-    "certainty_cot",
-    "bfi2_item",
-    "pairwise_certainty",
-    "pairwise_tie",
-    "persona_keywords",
-    "persona_instruction",
-)
 PROMPT_KEYS: dict[str, type] = {
     "name": str,
     "description": str,
@@ -170,33 +159,90 @@ def select_personalities(codes: list[str] | None, extra_dir: Path | None = None)
     return [p for p in available if p.code in wanted]
 
 
-_PROMPT_CACHE: dict[str, PromptTemplate] = {}
+@dataclass(frozen=True)
+class PromptSyntax:
+    """How a template names its placeholders: `fields` lists those it uses (a ValueError: it does not parse),
+    `is_name` says which declared names the syntax can write; `word` is what the refusal calls them."""
+
+    fields: Callable[[str], list[str]]
+    is_name: Callable[[str], bool] = str.isidentifier
+    word: str = "placeholders"
 
 
-def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> PromptTemplate:
-    """Read `<directory>/<name>.toml` and check that its placeholders are exactly the declared ones."""
-    if name not in PROMPT_NAMES:
-        raise UsageError(f"unknown prompt {name!r}; known: {', '.join(PROMPT_NAMES)}")
-    path = directory / f"{name}.toml"
+def format_fields(template: str) -> list[str]:
+    """The fields a str.format template uses, as written (`{0}` or `{a.b}` too: they then differ from any name)."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+FORMAT = PromptSyntax(format_fields)  # str.format: `{name}`, literal braces doubled
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """A prompt file read and checked (`read_prompt`): its declared keys, a stage's own keys (`extra`) and its text."""
+
+    path: Path
+    name: str
+    description: str
+    placeholders: tuple[str, ...]
+    template: str
+    sampling: dict[str, Any]
+    extra: dict[str, Any]
+    text: str
+
+
+def read_prompt(
+    path: Path, syntax: PromptSyntax = FORMAT, extra: dict[str, type] | None = None, name: str | None = None
+) -> PromptFile:
+    """The one reader of prompt files, the foundation's and every stage's (`tasks/<stage>/prompts/<name>.toml`).
+
+    It holds exactly PROMPT_KEYS and the stage's `extra` keys, its `name` is the file's (its stem unless given), and
+    the placeholders its template uses in `syntax` are exactly the declared ones; else an InputError names the file.
+    """
     data = read_toml(path)
-    check_keys(data, PROMPT_KEYS, path)
+    check_keys(data, PROMPT_KEYS | (extra or {}), path)
+    expected = name or path.stem
+    if data["name"] != expected:
+        raise InputError(f"name is {data['name']!r}, expected {expected!r}", path)
     declared = tuple(data["placeholders"])
     if not all(isinstance(p, str) for p in declared):
         raise InputError("placeholders must be a list of strings", path)
-    used = [fname for _, fname, _, _ in string.Formatter().parse(data["template"]) if fname is not None]
+    bad = [p for p in declared if not syntax.is_name(p)]
+    if bad:
+        raise InputError(f"placeholder {bad[0]!r} is not a name the template can use", path)
+    try:
+        used = syntax.fields(data["template"])
+    except ValueError as exc:
+        raise InputError(f"template: {exc}", path) from exc
     # A field like {0} or {a.b} or a stray brace would render something other than what was declared.
-    if sorted(set(used)) != sorted(declared) or any(not f.isidentifier() for f in used):
-        raise InputError(f"template placeholders {sorted(set(used))} differ from declared {sorted(declared)}", path)
-    if data["name"] != name:
-        raise InputError(f"name is {data['name']!r}, expected {name!r}", path)
-    return PromptTemplate(name, data["description"], declared, data["template"], dict(data["sampling"]))
+    if sorted(set(used)) != sorted(declared):
+        raise InputError(f"template {syntax.word} {sorted(set(used))} differ from declared {sorted(declared)}", path)
+    text = path.read_text(encoding="utf-8")
+    extras = {key: data[key] for key in extra or {}}
+    return PromptFile(path, data["name"], data["description"], declared, data["template"], dict(data["sampling"]),
+                      extras, text)  # fmt: skip
 
 
-def cached_prompt(name: str) -> PromptTemplate:
-    """`load_prompt(name)`, read and validated once per process: rendering runs once per request."""
-    if name not in _PROMPT_CACHE:
-        _PROMPT_CACHE[name] = load_prompt(name)
-    return _PROMPT_CACHE[name]
+def prompt_path(prompt: str | Path) -> Path:
+    """A prompt file: a Path as given (a stage's own), a name one of the foundation's shared prompts (peras/prompts/,
+    the label and confidence prompts the judge, the study and the assessor page share)."""
+    return prompt if isinstance(prompt, Path) else PROMPTS_DIR / f"{prompt}.toml"
+
+
+def load_prompt(prompt: str | Path) -> PromptTemplate:
+    """A str.format prompt file (`read_prompt`), by its path or a shared prompt's name (`prompt_path`)."""
+    found = read_prompt(prompt_path(prompt))
+    return PromptTemplate(found.name, found.description, found.placeholders, found.template, found.sampling)
+
+
+@cache
+def _cached(path: Path) -> PromptTemplate:
+    return load_prompt(path)
+
+
+def cached_prompt(prompt: str | Path) -> PromptTemplate:
+    """`load_prompt(prompt)`, read and validated once per process: rendering runs once per request."""
+    return _cached(prompt_path(prompt))
 
 
 def personality_messages(personality: Personality, task: str) -> list[dict[str, str]]:
@@ -205,9 +251,9 @@ def personality_messages(personality: Personality, task: str) -> list[dict[str, 
     return [{"role": "user", "content": text}]
 
 
-def sampling_params(name: str) -> dict[str, Any]:
+def sampling_params(prompt: str | Path) -> dict[str, Any]:
     """The sampling parameters of a prompt (a copy: callers add max_tokens, logprobs, seed...)."""
-    return dict(cached_prompt(name).sampling)
+    return dict(cached_prompt(prompt).sampling)
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:

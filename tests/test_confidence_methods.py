@@ -15,6 +15,7 @@ from peras.prompting import load_personalities, load_prompt
 from support.fake_openai import FakeOpenAI, Fault, Reply, instant
 from tasks.judge.parsing import parse_certainty_answer
 from tasks.judge.prompt import build_joint_messages
+from tests.prompt_files import prompt_file
 from tests.test_integrity import judge_cli, not_derivable, rows
 
 # The overconfidence study's SC template, verbatim from the issue.
@@ -66,7 +67,7 @@ def personality(code: str):
 
 @pytest.mark.core
 def test_the_pairwise_sc_prompt_is_the_study_s_verbatim():
-    rendered = load_prompt("self_pairwise").render(question="Q {a}", answer_a="A", answer_b="B")
+    rendered = load_prompt(prompt_file("self_pairwise")).render(question="Q {a}", answer_a="A", answer_b="B")
     expected = SC_PAIRWISE.replace("{{question}}", "Q {a}").replace("{{answer_a}}", "A").replace("{{answer_b}}", "B")
     assert rendered.encode() == expected.encode()
 

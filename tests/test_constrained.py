@@ -26,12 +26,12 @@ from peras.llm.constraints import (
 )
 from peras.llm.joint_parsing import parse_self_answer
 from peras.llm.parsing import parse_confidence, parse_label
-from peras.prompting import PROMPT_NAMES
 from support.fake_openai import speaking
 from tasks.judge.parsing import parse_certainty_answer
 from tasks.pairwise.parsing import PARSERS
 from tasks.priming.prompt import parse_batch_answer
 from tasks.recognize.parsing import read_state
+from tests.prompt_files import FORMAT_PROMPTS, prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -49,11 +49,11 @@ LABEL = ["0", "1", "2", "3"]
     ],
 )
 def test_the_no_cot_label_is_a_choice_of_four_digits_in_each_dialect(dialect, fields):
-    assert constraint_fields(answer_shape("label_nocot"), dialect) == fields
+    assert constraint_fields(answer_shape(prompt_file("label_nocot")), dialect) == fields
 
 
 def test_a_json_answer_is_a_schema_in_each_dialect_and_strict_for_openai():
-    shape = answer_shape("self_nocot")
+    shape = answer_shape(prompt_file("self_nocot"))
     schema = {
         "type": "object",
         "required": ["relevance", "confidence_score", "explanation"],
@@ -79,7 +79,7 @@ def test_a_json_answer_is_a_schema_in_each_dialect_and_strict_for_openai():
 
 
 def test_a_regex_shape_is_a_regex_for_vllm_and_its_grammar_for_llama_cpp():
-    shape = answer_shape("label_cot")
+    shape = answer_shape(prompt_file("label_cot"))
     assert constraint_fields(shape, "vllm") == {"structured_outputs": {"regex": shape.regex}}
     assert constraint_fields(shape, "vllm-guided") == {"guided_regex": shape.regex}
     assert constraint_fields(shape, "llama.cpp") == {"grammar": 'root ::= line* [0-3]\nline ::= [^\\n]* "\\n"'}
@@ -87,18 +87,18 @@ def test_a_regex_shape_is_a_regex_for_vllm_and_its_grammar_for_llama_cpp():
 
 def test_the_constraint_joins_extra_body_and_leaves_the_rest_of_the_parameters():
     params = {"temperature": 0.0, "max_tokens": 4, "extra_body": {"cache_prompt": True}}
-    assert constrain(params, answer_shape("bfi2_item"), "vllm-guided") == {
+    assert constrain(params, answer_shape(prompt_file("bfi2_item")), "vllm-guided") == {
         "temperature": 0.0,
         "max_tokens": 4,
         "extra_body": {"cache_prompt": True, "guided_choice": ["1", "2", "3", "4", "5"]},
     }
     assert params["extra_body"] == {"cache_prompt": True}  # not changed in place
-    assert constrain(params, answer_shape("label_nocot"), "openai") is params
+    assert constrain(params, answer_shape(prompt_file("label_nocot")), "openai") is params
     assert constrain(params, None, "vllm") is params
 
 
 def test_the_priming_batch_is_an_object_with_exactly_its_passage_ids_in_order():
-    shape = keyed_shape("batch_umbrela").for_keys(("d7", "d2"))
+    shape = keyed_shape(prompt_file("batch_umbrela")).for_keys(("d7", "d2"))
     score = {"type": "integer", "enum": [0, 1, 2, 3]}
     assert shape.schema == {
         "type": "object",
@@ -144,7 +144,7 @@ ALLOWED = [
 
 @pytest.mark.parametrize(("prompt", "text", "read", "value"), ALLOWED)
 def test_an_answer_the_constraint_allows_reads_with_the_prompts_parser(prompt, text, read, value):
-    assert answer_shape(prompt).allows(text)
+    assert answer_shape(prompt_file(prompt)).allows(text)
     assert read(text) == value
 
 
@@ -163,7 +163,7 @@ def test_an_answer_the_constraint_allows_reads_with_the_prompts_parser(prompt, t
     ],
 )
 def test_what_the_parsers_refuse_the_constraint_does_not_allow(prompt, text):
-    assert not answer_shape(prompt).allows(text)
+    assert not answer_shape(prompt_file(prompt)).allows(text)
 
 
 def test_the_batch_answer_the_constraint_builds_reads():
@@ -172,16 +172,16 @@ def test_the_batch_answer_the_constraint_builds_reads():
 
 def test_every_prompt_that_asks_for_a_fixed_format_has_a_shape():
     free_text = {"persona_keywords", "persona_instruction", "batch_umbrela"}
-    for name in sorted(set(PROMPT_NAMES) - free_text):
-        assert answer_shape(name).name == name
-    assert answer_shape("fuser").kind == "json"
+    for name in sorted(set(FORMAT_PROMPTS) - free_text):
+        assert answer_shape(prompt_file(name)).name == name
+    assert answer_shape(prompt_file("fuser")).kind == "json"
     with pytest.raises(ValueError, match="persona_keywords"):
-        answer_shape("persona_keywords")
+        answer_shape(prompt_file("persona_keywords"))
 
 
 def test_a_gbnf_grammar_for_every_regex_shape():
     for name in ("label_cot", "confidence", "certainty_nocot", "certainty_cot", "pairwise_certainty"):
-        shape = answer_shape(name)
+        shape = answer_shape(prompt_file(name))
         assert shape.kind == "regex" and shape.grammar and shape.grammar.startswith("root ::= ")
         re.compile(shape.regex or "")
 
@@ -269,7 +269,7 @@ RECOGNIZE_ALLOWED = [
 
 @pytest.mark.parametrize(("text", "value"), RECOGNIZE_ALLOWED)
 def test_a_recognize_answer_the_constraint_allows_reads_with_its_parser(text, value):
-    assert numbered_shape("recognize_state").for_count(3).allows(text)
+    assert numbered_shape(prompt_file("recognize_state")).for_count(3).allows(text)
     assert read_state(text, 3).value == value
 
 
@@ -284,11 +284,11 @@ def test_a_recognize_answer_the_constraint_allows_reads_with_its_parser(text, va
     ],
 )
 def test_what_the_recognize_parser_refuses_or_misreads_the_constraint_does_not_allow(text):
-    assert not numbered_shape("recognize_state").for_count(3).allows(text)
+    assert not numbered_shape(prompt_file("recognize_state")).for_count(3).allows(text)
 
 
 def test_the_recognize_ids_are_the_requests_sentence_numbers_in_each_dialect():
-    shape = numbered_shape("recognize_state").for_count(3)
+    shape = numbered_shape(prompt_file("recognize_state")).for_count(3)
     assert shape.kind == "regex"
     assert shape.grammar == (
         'root ::= ("[Dialogue 1]\\n")? "- analysis:" [^\\n\\r]* "\\n- level: " verdict\n'
@@ -299,9 +299,13 @@ def test_the_recognize_ids_are_the_requests_sentence_numbers_in_each_dialect():
     assert constraint_fields(shape, "llama.cpp") == {"grammar": shape.grammar}
     assert constraint_fields(shape, "vllm") == {"structured_outputs": {"regex": shape.regex}}
     assert constraint_fields(shape, "openai") is None  # hosted APIs: JSON schemas only, the answer stays free text
-    assert numbered_shape("recognize_state").for_count(12).allows("- analysis: x\n- level: low\n- utterance ids: 12")
+    assert (
+        numbered_shape(prompt_file("recognize_state"))
+        .for_count(12)
+        .allows("- analysis: x\n- level: low\n- utterance ids: 12")
+    )
     with pytest.raises(ValueError, match="recognize_trait"):
-        numbered_shape("recognize_trait")
+        numbered_shape(prompt_file("recognize_trait"))
 
 
 # What the embedded 0.5B model wrote free (2026-11-27): the facet paragraphs, never the summary line step 4 asks for.
@@ -316,7 +320,7 @@ def test_a_trait_answer_keeps_its_paragraphs_free_and_ends_with_the_summary_its_
     from tasks.recognize.parsing import read_trait
     from tasks.recognize.prompt import facets
 
-    shape = answer_shape("recognize_trait")
+    shape = answer_shape(prompt_file("recognize_trait"))
     whole = f"{TRAIT_WITHOUT_SUMMARY}\nIn summary, it is judged that the assessor's trait level is high in neuroticism."
     assert shape.allows(whole)
     assert read_trait(whole, 1, facets("neuroticism"), "neuroticism").value["level"] == "high"

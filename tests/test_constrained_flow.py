@@ -13,6 +13,7 @@ import pytest
 from peras.llm.constraints import PROBE_MESSAGES, answer_shape, constraint_fields
 from support.fake_openai import DIALECT_FIELDS, FakeOpenAI, speaking
 from tests.helpers import run_cli
+from tests.prompt_files import prompt_file
 from tests.test_pairwise_flow import shown, truthful
 
 pytestmark = pytest.mark.integration
@@ -78,7 +79,7 @@ def test_each_dialect_is_probed_once_then_every_request_carries_exactly_its_fiel
         assert len(asked) == 30  # 5 topics x 1 pair x 2 orders x 3 prompts
         for body in asked:
             prompt = PROMPTS[shown(body["messages"][0]["content"])[0]]
-            assert sent_fields(body) == (constraint_fields(answer_shape(prompt), dialect) or {})
+            assert sent_fields(body) == (constraint_fields(answer_shape(prompt_file(prompt)), dialect) or {})
         if dialect == "openai":  # JSON only: the bracket prompts go as free text
             assert sum(bool(sent_fields(b)) for b in asked) == 10
 

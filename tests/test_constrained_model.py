@@ -16,7 +16,7 @@ from peras import local_model as lm
 from peras.llm.client import LLMClient
 from peras.llm.constraints import Probe, answer_shape, constrain, numbered_shape, probe_dialect
 from peras.llm.joint_parsing import parse_self_answer
-from peras.llm.parsing import label_logprob_scores, label_token
+from peras.llm.logprobs import label_logprob_scores, label_token
 from peras.prompting import select_personalities
 from peras.settings import Settings
 from tasks.judge.prompt import build_joint_messages, build_label_messages
@@ -24,6 +24,7 @@ from tasks.pairwise.prompt import build_pairwise_messages
 from tasks.recognize.parsing import read_state
 from tasks.recognize.prompt import state_messages
 from tasks.recognize.sentences import numbered, split_sentences
+from tests.prompt_files import prompt_file
 
 pytestmark = pytest.mark.model
 
@@ -95,7 +96,7 @@ def test_logprob_under_the_label_constraint_reads_the_label_distribution_at_the_
 def test_a_constrained_json_request_returns_the_schemas_keys(server):
     default = select_personalities(["default"])[0]
     messages = build_joint_messages(default, QUERY, PASSAGE, False, "self")
-    params = constrain({"temperature": 0.0, "max_tokens": 200}, answer_shape("self_nocot"), "llama.cpp")
+    params = constrain({"temperature": 0.0, "max_tokens": 200}, answer_shape(prompt_file("self_nocot")), "llama.cpp")
     text, _ = ask(server, messages, params)
     answer = json.loads(text)
     assert list(answer) == ["relevance", "confidence_score", "explanation"]
@@ -113,7 +114,7 @@ def test_each_grammar_is_accepted_and_kept_to(server, prompt):
         "pairwise_tie": lambda: build_pairwise_messages(default, "pairwise_tie", QUERY, PASSAGE, OTHER),
         "pairwise_certainty": lambda: build_pairwise_messages(default, "pairwise_certainty", QUERY, PASSAGE, OTHER),
     }[prompt]()
-    shape = answer_shape(prompt)
+    shape = answer_shape(prompt_file(prompt))
     text, _ = ask(server, messages, constrain({"temperature": 0.0, "max_tokens": 160}, shape, "llama.cpp"))
     assert re.fullmatch(shape.regex or "|".join(map(re.escape, shape.choice or ())), text), text
 
@@ -121,7 +122,7 @@ def test_each_grammar_is_accepted_and_kept_to(server, prompt):
 def test_the_recognize_grammar_is_kept_to_and_its_ids_name_sentences(server):
     sentences = split_sentences("The passage names the boiling point. It answers the query exactly. Final score: 3")
     messages = state_messages("conscientiousness", numbered(sentences))
-    shape = numbered_shape("recognize_state").for_count(len(sentences))
+    shape = numbered_shape(prompt_file("recognize_state")).for_count(len(sentences))
     text, _ = ask(server, messages, constrain({"temperature": 0.0, "max_tokens": 160}, shape, "llama.cpp"))
     assert re.fullmatch(shape.regex or "", text), text
     assert read_state(text, len(sentences)).ok

@@ -254,7 +254,7 @@ class _Wire:
 def _read(pieces: list[bytes]) -> tuple[str, Any]:
     """How a connection ends a request whose answer arrives in these pieces: its result (and whether the connection
     is reused after every piece arrived), its error, or nothing yet."""
-    from peras.llm.transport import _Connection
+    from peras.llm.http1 import _Connection
 
     async def main() -> tuple[str, Any]:
         connection = _Connection()
@@ -296,7 +296,7 @@ def test_an_answer_in_one_piece_reads_as_in_any_pieces(answer: bytes, cuts: list
 
 
 def test_response_heads_are_remembered_bounded_and_failures_are_not() -> None:
-    from peras.llm import transport
+    from peras.llm import http1 as transport
 
     transport._HEADS.clear()
     head = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Length: 0"

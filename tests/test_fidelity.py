@@ -12,6 +12,7 @@ import pytest
 
 from peras.prompting import load_personalities, load_prompt
 from tests.paper_text import excerpt, normalise, paper_text
+from tests.prompt_files import FOLDERS, prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -50,7 +51,7 @@ def double_braced(text: str) -> str:
 
 def template(name: str) -> str:
     """A str.format prompt's text as sent: doubled braces are literal ones."""
-    return normalise(load_prompt(name).template.replace("{{", "{").replace("}}", "}"))
+    return normalise(load_prompt(prompt_file(name)).template.replace("{{", "{").replace("}}", "}"))
 
 
 def personalities() -> tuple[str, str]:
@@ -66,11 +67,11 @@ def personalities() -> tuple[str, str]:
 # For each file the ledger marks exact: (the paper's text, PERAS's text), both normalised.
 EXACT: dict[str, Callable[[], tuple[str, str]]] = {
     "peras/personalities/": personalities,
-    "peras/prompts/persona_keywords.toml": lambda: (
+    "tasks/personas/prompts/persona_keywords.toml": lambda: (
         peras_study("Please provide keywords", "Please provide keywords"),
         template("persona_keywords"),
     ),
-    "peras/prompts/persona_instruction.toml": lambda: (
+    "tasks/personas/prompts/persona_instruction.toml": lambda: (
         peras_study("{personality", "{personality"),
         template("persona_instruction"),
     ),
@@ -90,16 +91,16 @@ EXACT: dict[str, Callable[[], tuple[str, str]]] = {
         ),
         template("confidence"),
     ),
-    "peras/prompts/self_pairwise.toml": lambda: (
+    "tasks/pairwise/prompts/self_pairwise.toml": lambda: (
         double_braced(normalise(excerpt("overconfidence", "You are a helpful", "output ANYTHING", after="#### SELF-"))),
         template("self_pairwise"),
     ),
-    "peras/prompts/mp_logp_pairwise.toml": lambda: (
+    "tasks/pairwise/prompts/mp_logp_pairwise.toml": lambda: (
         double_braced(normalise(excerpt("overconfidence", "You are a helpful", "output ANYTHING", after="#### MULTI"))),
         template("mp_logp_pairwise"),
     ),
 }
-PROMPT_FILES = ("peras/prompts/", "peras/personalities/")
+PROMPT_FILES = ("peras/personalities/", *(f"{folder.relative_to(ROOT)}/" for folder in FOLDERS))
 
 
 STATUSES = ("exact", "adapted", "not implemented", "missing")

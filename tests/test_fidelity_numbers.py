@@ -301,6 +301,7 @@ def test_mp_sc_and_certainty_sample_as_the_papers_say():
     from peras.prompting import sampling_params
     from tasks.judge.asking import JudgeConfig
     from tasks.pairwise.asking import PairwiseConfig
+    from tests.prompt_files import prompt_file
 
     samples, mp_temperature = sentence(
         "overconfidence",
@@ -315,14 +316,16 @@ def test_mp_sc_and_certainty_sample_as_the_papers_say():
     assert (judge.n_samples, judge.sampling_temperature) == (int(samples), float(mp_temperature))
     assert (pairwise.mp_samples, pairwise.mp_temperature) == (int(samples), float(mp_temperature))
     for prompt in ("self_pairwise", "self_nocot", "self_cot"):
-        assert sampling_params(prompt)["temperature"] == float(sc_temperature), prompt
+        assert sampling_params(prompt_file(prompt))["temperature"] == float(sc_temperature), prompt
     assert (judge.certainty_temperature, judge.certainty_top_p, judge.certainty_threshold) == (
         float(temperature),
         float(top_p),
         float(threshold),
     )
     for prompt in ("pairwise_certainty", "pairwise_tie", "certainty_nocot", "certainty_cot"):
-        assert sampling_params(prompt) == {"temperature": float(temperature), "top_p": float(top_p)}, prompt
+        assert sampling_params(prompt_file(prompt)) == {"temperature": float(temperature), "top_p": float(top_p)}, (
+            prompt
+        )
 
 
 # PJ §4.2: regenerations

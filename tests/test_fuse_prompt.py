@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from peras.errors import InputError
-from peras.paths import PROMPTS_DIR
 from peras.prompting import CANONICAL_ORDER, load_prompt
 from tasks.fuse.asking import shuffled_judges
 from tasks.fuse.prompt import build_fuser_messages, judge_output, read_fuser_prompt
 from tests.paper_text import apply_changes, changes_table, excerpt, normalise
+from tests.prompt_files import prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -28,7 +28,7 @@ def test_the_prompt_is_the_papers_a4_with_the_documented_changes():
     )
     changes = changes_table(DOC, "## The fuser prompt")
     assert len(changes) == 13
-    template = tomllib.loads((PROMPTS_DIR / "fuser.toml").read_text())["template"]
+    template = tomllib.loads((prompt_file("fuser")).read_text())["template"]
     assert apply_changes(paper, changes) == normalise(template)
 
 
@@ -94,6 +94,6 @@ def test_the_shuffle_is_a_seeded_permutation_per_pair():
 )
 def test_a_drifted_template_is_refused(tmp_path, change, message):
     path = tmp_path / "fuser.toml"
-    path.write_text((PROMPTS_DIR / "fuser.toml").read_text().replace(*change))
+    path.write_text((prompt_file("fuser")).read_text().replace(*change))
     with pytest.raises(InputError, match=message):
         read_fuser_prompt(path)

@@ -11,12 +11,12 @@ import ir_measures
 import pytest
 
 import peras
-from peras.paths import PROMPTS_DIR
 from peras.warehouse import open_migrated
 from tasks.engine.endpoint import Endpoint
-from tasks.evaluate.provenance import NOT_REPORTED, model_digest, prompt_names, seeds
+from tasks.evaluate.provenance import NOT_REPORTED, model_digest, prompt_hashes, prompt_names, seeds
 from tasks.judge.runs import judge_config, run_parameters
 from tasks.shared.ir_metadata import END, START, header_text, read_header, side_path, source_commit
+from tests.prompt_files import prompt_file
 from tests.test_evaluate import cli, judged  # noqa: F401 - the fixture
 
 EMBEDDED = "qwen2.5-coder-0.5b-instruct-q4_k_m"
@@ -24,14 +24,15 @@ SERVED_SHA = "6b3e9725dba9173adf0f3179b1503899e4a01f6f36b009f9ecffa203cd2defb5"
 
 
 def sha(name: str) -> str:
-    return hashlib.sha256((PROMPTS_DIR / name).read_bytes()).hexdigest()
+    return hashlib.sha256(prompt_file(name.removesuffix(".toml")).read_bytes()).hexdigest()
 
 
 @pytest.fixture
 def embedded_run(judged):  # noqa: F811 - the fixture imported above
     """The scripted run recorded as the embedded model's, its label requests with a seed and a grammar."""
     config = judge_config(Endpoint(["http://127.0.0.1:1"], EMBEDDED, "llama.cpp", "llama.cpp", "grammar"), 10)
-    run_params = run_parameters(config, ["verbalized"])
+    found = {"answer_format": "llama.cpp", "answer_probe": "grammar", "probe_requests": 0}  # the claim adds them
+    run_params = run_parameters(config, ["verbalized"]) | found
     label_params = config.label_params(False, "verbalized") | {"seed": 7}
     with open_migrated(judged.warehouse) as con:
         con.execute(
@@ -133,3 +134,8 @@ def test_digests_and_seeds():
     assert model_digest("m", "vllm", {"model_revision": "abc"}) == "abc"
     assert model_digest("m", "vllm", {}) == NOT_REPORTED
     assert seeds([{"seed": 3, "x": [{"seed": 1}, {"seed": 3}]}, {"y": {"seed": 0}}]) == [0, 1, 3]
+
+
+def test_the_hashes_name_the_judge_s_own_prompt_files_as_well_as_the_shared_ones():
+    names = ["label_cot", "self_cot", "certainty_nocot"]  # peras/prompts/ and tasks/judge/prompts/
+    assert prompt_hashes(names) == {f"{name}.toml": sha(f"{name}.toml") for name in names}

@@ -13,7 +13,7 @@ import pytest
 
 from peras.errors import BackendError, UsageError
 from peras.llm.client import ChatResult, LLMClient
-from peras.llm.parsing import label_logprob_scores
+from peras.llm.logprobs import label_logprob_scores
 from peras.llm.responses import retry_after_s
 from support.fake_openai import FakeOpenAI, Fault, Reply, instant, script
 

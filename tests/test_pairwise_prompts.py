@@ -20,6 +20,7 @@ from tasks.pairwise.parsing import (
 )
 from tasks.pairwise.prompt import build_pairwise_messages
 from tests.paper_text import apply_changes, changes_table, excerpt, normalise
+from tests.prompt_files import prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -100,11 +101,11 @@ def test_prompt_is_the_papers_figure_with_the_documented_changes(name):
     heading, after = FIGURES[name]
     figure = excerpt("personalized-judge", "Given the user profile provided below", "[[", after=after)
     changes = changes_table(DOC, heading)
-    assert apply_changes(figure, changes) == normalise(load_prompt(name).template)
+    assert apply_changes(figure, changes) == normalise(load_prompt(prompt_file(name)).template)
     # Every line the table does not name is the paper's unchanged: the prompt has as many lines as the figure less
     # the two of the removed profile block.
     figure_lines = [line for line in figure.splitlines() if line.strip()]
-    prompt_lines = [line for line in load_prompt(name).template.splitlines() if line.strip()]
+    prompt_lines = [line for line in load_prompt(prompt_file(name)).template.splitlines() if line.strip()]
     assert len(prompt_lines) == len(figure_lines) - 2
     assert len(figure_lines) == {"pairwise_certainty": 19, "pairwise_tie": 13}[name]
 

@@ -8,14 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peras.llm.parsing import (
-    LogprobScores,
-    ParseResult,
-    label_logprob_scores,
-    label_token_top_logprobs,
-    parse_confidence,
-    parse_label,
-)
+from peras.llm.logprobs import LogprobScores, label_logprob_scores, label_token_top_logprobs
+from peras.llm.parsing import ParseResult, parse_confidence, parse_label
 
 pytestmark = pytest.mark.core
 

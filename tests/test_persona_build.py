@@ -14,6 +14,7 @@ from peras.prompting import load_personalities, load_prompt
 from support.fake_openai import FakeOpenAI, instant
 from tasks.personas.build_text import parse_instruction, parse_keywords
 from tests.helpers import run_cli
+from tests.prompt_files import prompt_file
 from tests.test_personas import rows, use
 
 ITEMS = {item.statement: item for item in load_items()}
@@ -74,9 +75,9 @@ def scripted(failing: str | None) -> Callable[[dict], str | list[str]]:
 
 @pytest.mark.core
 def test_the_step_prompts_are_the_studys_words():
-    step_1 = load_prompt("persona_keywords").render(personality_type="High Openness")
+    step_1 = load_prompt(prompt_file("persona_keywords")).render(personality_type="High Openness")
     assert step_1 == "Please provide keywords related to High Openness."
-    step_2 = load_prompt("persona_instruction").render(
+    step_2 = load_prompt(prompt_file("persona_instruction")).render(
         personality_keywords="imaginative, curious", personality_type="High Openness"
     )
     assert step_2 == (

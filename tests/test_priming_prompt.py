@@ -13,6 +13,7 @@ from peras.errors import InputError
 from peras.prompting import load_prompt, select_personalities
 from tasks.priming.asking import BatchConfig
 from tasks.priming.prompt import BatchParse, build_batch_messages, load_batch_prompt, parse_batch_answer
+from tests.prompt_files import prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -112,9 +113,7 @@ def test_sampling_is_greedy_and_penalties_are_added_only_when_given():
     ],
 )
 def test_a_broken_template_is_refused_on_load(tmp_path: Path, edit, message):
-    from peras.paths import PROMPTS_DIR
-
-    text = (PROMPTS_DIR / "batch_umbrela.toml").read_text(encoding="utf-8")
+    text = prompt_file("batch_umbrela").read_text(encoding="utf-8")
     assert edit[0] in text
     path = tmp_path / "batch_umbrela.toml"
     path.write_text(text.replace(edit[0], edit[1], 1), encoding="utf-8")

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from peras.errors import InputError, UsageError
 from peras.prompting import (
-    PROMPT_NAMES,
     PromptTemplate,
     _canonical_json,
     load_personalities,
@@ -28,6 +27,7 @@ from peras.prompting import (
     select_personalities,
 )
 from tasks.judge.prompt import build_confidence_messages, build_label_messages
+from tests.prompt_files import FORMAT_PROMPTS, prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -317,12 +317,13 @@ def _write_prompt(directory: Path, template: str, placeholders: str = '["query",
 def test_prompt_placeholders_checked(tmp_path: Path, template: str, placeholders: str, message: str) -> None:
     _write_prompt(tmp_path, template, placeholders)
     with pytest.raises(InputError, match=re.escape(message)) as caught:
-        load_prompt("label_nocot", tmp_path)
+        load_prompt(tmp_path / "label_nocot.toml")
     assert str(caught.value).startswith(str(tmp_path / "label_nocot.toml"))
 
 
 def test_unknown_prompt_name() -> None:
-    with pytest.raises(UsageError, match="unknown prompt 'nope'; known: label_nocot, label_cot, confidence"):
+    # No list of names: a name is a file of the shared folder (peras/prompts/), a missing one is named.
+    with pytest.raises(InputError, match=re.escape("prompts/nope.toml: cannot read")):
         load_prompt("nope")
 
 
@@ -330,8 +331,8 @@ def test_unknown_prompt_name() -> None:
 @given(text=st.text(), other=st.text(alphabet="{}x ", max_size=12), score=st.integers(0, 3))
 def test_render_writes_what_format_map_writes_for_every_prompt(text: str, other: str, score: int) -> None:
     """render fills the template parsed once (peras/prompting.py, _parts); format_map is the definition."""
-    for name in PROMPT_NAMES:
-        template = load_prompt(name)
+    for name in FORMAT_PROMPTS:
+        template = load_prompt(prompt_file(name))
         values = {key: score if key == "predicted_score" else text + other for key in template.placeholders}
         assert template.render(**values) == template.template.format_map(values), name
 

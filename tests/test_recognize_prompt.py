@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from peras.errors import InputError
-from peras.paths import PROMPTS_DIR
 from tasks.recognize.parsing import read_score, read_state, read_trait
 from tasks.recognize.prompt import (
     dimension_definition,
@@ -21,6 +20,7 @@ from tasks.recognize.prompt import (
 )
 from tasks.recognize.sentences import numbered, split_sentences
 from tests.paper_text import apply_changes, changes_table, normalise, paper_text
+from tests.prompt_files import prompt_file
 
 pytestmark = pytest.mark.core
 
@@ -36,7 +36,7 @@ def figure_6() -> str:
 def test_the_prompt_is_figure_6_with_the_documented_changes():
     changes = changes_table(DOC, "### The recognize prompt")
     assert len(changes) == 6
-    template = tomllib.loads((PROMPTS_DIR / "recognize_state.toml").read_text())["template"]
+    template = tomllib.loads((prompt_file("recognize_state")).read_text())["template"]
     assert apply_changes(figure_6(), changes) == normalise(template)
     # the template keeps the paper's line breaks (only the PDF's wrapped lines are joined)
     assert template.count("\n") == figure_6().count("\n") - 2
@@ -157,7 +157,7 @@ def test_a_trait_answer_reads_as_figure_8():
 )  # fmt: skip
 def test_a_prompt_file_that_drifts_is_refused_on_load(tmp_path, change, message):
     path = tmp_path / "recognize_state.toml"
-    path.write_text((PROMPTS_DIR / "recognize_state.toml").read_text().replace(*change))
+    path.write_text((prompt_file("recognize_state")).read_text().replace(*change))
     with pytest.raises(InputError, match=message):
         read_recognize_prompt(path, "recognize_state")
 
@@ -173,9 +173,9 @@ SCORES = [
 
 
 def test_the_evidence_prompt_is_marked_written_for_peras_and_its_score_reads_strictly():
-    source = (PROMPTS_DIR / "recognize_evidence.toml").read_text(encoding="utf-8")
+    source = prompt_file("recognize_evidence").read_text(encoding="utf-8")
     assert "WRITTEN FOR PERAS" in source  # the paper prints no scoring prompt: docs/fidelity.md row 59, adapted
-    prompt = read_recognize_prompt(PROMPTS_DIR / "recognize_evidence.toml", "recognize_evidence")
+    prompt = read_recognize_prompt(prompt_file("recognize_evidence"), "recognize_evidence")
     assert prompt.placeholders == ("target BF dim", "reference", "prediction")
     assert prompt.sampling == {"temperature": 0.0, "top_p": 1.0}
     # none of its instructions is the paper's (whose only printed prompt is Figure 6's)

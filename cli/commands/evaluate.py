@@ -191,6 +191,11 @@ def evaluate(
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2))
         return
+    echo_evaluation(summary)
+
+
+def echo_evaluation(summary: dict[str, Any]) -> None:
+    """The scores, the conventions they follow, the near-duplicates and the rank agreement, as tables."""
     headers = ["qrels", "system", "measure", "value"]
     keys = ["qrels_name", "system", "measure", "value"]
     click.echo("\n".join(text_table(headers, [[r[k] for k in keys] for r in summary["scores"]])))

@@ -123,6 +123,11 @@ def fuse(
         backend=backend,
         settings=settings,
     )
+    echo_fused(summary, fmt, wide)
+
+
+def echo_fused(summary: dict[str, Any], fmt: str, wide: bool) -> None:
+    """What a fuse run returned, in the --format asked for (a batch-mode run still waiting: one line)."""
     if fmt == "json":
         click.echo(json.dumps(summary, indent=2, default=str))
         return

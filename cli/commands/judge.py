@@ -13,6 +13,7 @@ from cli.common import (
     bounded,
     endpoint_options,
     endpoint_tags,
+    personality_set_option,
     retry_failed_option,
     run_flow,
     run_tags,
@@ -122,11 +123,7 @@ def spread_line(result: dict[str, Any]) -> str:
 )
 @click.option("--all-topics", is_flag=True, help="Judge the whole collection, not its default subset.")
 @click.option("--limit-pairs", type=bounded(1), help="Judge only the first N pairs (a quick look).")
-@click.option(
-    "--personality-set",
-    help="Judge with a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
-    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
-)
+@personality_set_option("Judge with")
 @click.option(
     "--parts",
     type=bounded(1),
@@ -186,54 +183,72 @@ def judge(
         peras judge dl19 --model meta-llama/Llama-3.1-8B-Instruct --parts 4   # over the hosts' workers
         peras judge dl19 --mode batch --base-url https://api.openai.com/v1 --model gpt-4o-mini   # half price
     """
-    if subset is not None and all_topics:
-        raise UsageError("give --subset or --all-topics, not both")
-    if subset is None and not all_topics:
-        subset = default_subset(collection)
+    subset = chosen_subset(collection, subset, all_topics)
     check_served(model_preset, settings)
     preflight.collection(settings, collection, subset)
     preflight.personalities(settings, list(personalities) or None, personality_set)
     cot_settings = cot_settings_for(cot, model_preset)
     # Nothing to ask and nothing to change: said without Prefect, and without asking the server whether it answers.
     if parts is None and not retry_failed:
-        from tasks.judge.runs import check_methods
-        from tasks.judge.settled import settled
-        from tasks.shared.personalities import choose_personalities
-
-        chosen = choose_personalities(settings, list(personalities) or None, personality_set)
-        methods_asked = check_methods(list(methods) or None)
-        done = settled(
-            settings, collection, subset, chosen, cot_settings, methods_asked, run_name, limit_pairs, n_samples, backend
-        )
+        done = settled_call(
+            settings, collection, subset, (personalities, personality_set), cot_settings, methods, run_name,
+            limit_pairs, n_samples, backend,
+        )  # fmt: skip
         if done is not None:
             click.echo(judged_line(done))
             return
     if parts is None:  # with --parts each host's worker uses its own server
         preflight.endpoint(settings)
     asked: dict[str, Any] = {
-        "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)),
-        "collection": collection,
-        "subset": subset,
-        "personalities": list(personalities) or None,
-        "cot": cot_settings,
-        "confidence_methods": list(methods) or None,
-        "run_name": run_name,
-        "limit_pairs": limit_pairs,
-        "chunk_size": chunk_size,
-        "n_samples": n_samples,
-        "backend": backend,
-        "personality_set": personality_set,
-        "retry_failed": retry_failed,
-        "settings": settings,
-    }
-    from flows.judge import judge as judge_flow  # Prefect: loaded once the checks above passed
+        "tags": run_tags("judge", collection, subset, **endpoint_tags(settings, backend)), "collection": collection,
+        "subset": subset, "personalities": list(personalities) or None, "cot": cot_settings,
+        "confidence_methods": list(methods) or None, "run_name": run_name, "limit_pairs": limit_pairs,
+        "chunk_size": chunk_size, "n_samples": n_samples, "backend": backend, "personality_set": personality_set,
+        "retry_failed": retry_failed, "settings": settings,
+    }  # fmt: skip
+    ask_judge(asked, parts, split_by, deployment)
+
+
+def ask_judge(asked: dict[str, Any], parts: int | None, split_by: str, deployment: str) -> None:
+    """Run the judge flow (spread over --parts when given) and print its line."""
+    from flows.judge import judge as judge_flow  # Prefect: loaded once the command's checks passed
 
     if parts is not None:
-        spread = run_flow(judge_flow, parts=parts, split_by=split_by, deployment=deployment, **asked)
-        click.echo(spread_line(spread))
+        click.echo(spread_line(run_flow(judge_flow, parts=parts, split_by=split_by, deployment=deployment, **asked)))
         return
-    result = run_flow(judge_flow, **asked)
-    click.echo(judged_line(result))
+    click.echo(judged_line(run_flow(judge_flow, **asked)))
+
+
+def chosen_subset(collection: str, subset: str | None, all_topics: bool) -> str | None:
+    """--subset as given, none with --all-topics, else the collection's experiment subset (docs/subsets.md)."""
+    if subset is not None and all_topics:
+        raise UsageError("give --subset or --all-topics, not both")
+    return default_subset(collection) if subset is None and not all_topics else subset
+
+
+def settled_call(
+    settings: Settings,
+    collection: str,
+    subset: str | None,
+    chosen: tuple[tuple[str, ...], str | None],
+    cot_settings: list[bool],
+    methods: tuple[str, ...],
+    run_name: str | None,
+    limit_pairs: int | None,
+    n_samples: int,
+    backend: str | None,
+) -> dict[str, Any] | None:
+    """The judge flow's summary of a call with nothing to ask (tasks/judge/settled.py), or None: run the flow."""
+    from tasks.judge.runs import check_methods
+    from tasks.judge.settled import settled
+    from tasks.shared.personalities import choose_personalities
+
+    personalities, personality_set = chosen
+    asked = choose_personalities(settings, list(personalities) or None, personality_set)
+    methods_asked = check_methods(list(methods) or None)
+    return settled(
+        settings, collection, subset, asked, cot_settings, methods_asked, run_name, limit_pairs, n_samples, backend
+    )
 
 
 COMMANDS = [judge]

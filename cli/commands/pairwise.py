@@ -7,7 +7,15 @@ from typing import Any
 import click
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, retry_failed_option, run_asking_flow, seed_option, settings_options
+from cli.common import (
+    bounded,
+    endpoint_options,
+    personality_set_option,
+    retry_failed_option,
+    run_asking_flow,
+    seed_option,
+    settings_options,
+)
 from peras.errors import UsageError
 from peras.settings import Settings
 from tasks.ingest.sources import default_subset
@@ -36,11 +44,7 @@ from tasks.ingest.sources import default_subset
     help="Pairs drawn per topic, spread over grade differences 0-3.",
 )
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable); default all 11.")
-@click.option(
-    "--personality-set",
-    help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
-    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
-)
+@personality_set_option("Ask under")
 @seed_option("Seed of the pair draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @retry_failed_option("Ask again the answers this run stored as unreadable or refused (a new run always re-asks them).")

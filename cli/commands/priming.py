@@ -11,7 +11,15 @@ from rich.console import Console
 from rich.table import Table
 
 from cli import preflight
-from cli.common import bounded, endpoint_options, retry_failed_option, run_asking_flow, seed_option, settings_options
+from cli.common import (
+    bounded,
+    endpoint_options,
+    personality_set_option,
+    retry_failed_option,
+    run_asking_flow,
+    seed_option,
+    settings_options,
+)
 from cli.model_presets import check_served, model_preset_option
 from peras.models import ModelPreset
 from peras.settings import Settings
@@ -55,11 +63,7 @@ DEFAULT_COLLECTION = "dl19"
     help="Prologue and epilogue sizes (repeatable) [4,4 4,8 8,8].",
 )
 @click.option("--personality", "personalities", multiple=True, help="Personality code (repeatable), or all [default].")
-@click.option(
-    "--personality-set",
-    help="Ask under a stored personality set: NAME (latest published), NAME@VERSION (`peras personas build`) "
-    "or builtin [the built-in eleven and PERAS_PERSONALITIES_DIR].",
-)
+@personality_set_option("Ask under")
 @seed_option("Seed of the draws.")
 @click.option("--run-name", help="Name of the run (re-using a name resumes or extends it).")
 @click.option(
@@ -109,44 +113,48 @@ def priming(
         peras priming dl19 --personality all --setting 4,4 --run-name dl19-priming-all
         peras priming dl19 --model-preset llama-3-8b --base-url http://gpu:8000/v1   # penalties 1 and 0
     """
-    if collection and collection_option and collection != collection_option:
-        raise click.UsageError(f"two collections given: {collection} and --collection {collection_option}")
-    collection = collection or collection_option or DEFAULT_COLLECTION
+    collection = chosen_collection(collection, collection_option)
     check_served(model_preset, settings)
     preflight.collection(settings, collection)
     preflight.personalities(settings, list(personalities) or None, personality_set)
     preflight.endpoint(settings)
-    if model_preset is not None:
-        frequency_penalty = model_preset.priming.frequency_penalty if frequency_penalty is None else frequency_penalty
-        presence_penalty = model_preset.priming.presence_penalty if presence_penalty is None else presence_penalty
+    frequency_penalty, presence_penalty = penalties(model_preset, frequency_penalty, presence_penalty)
     from flows.priming import priming as priming_flow  # Prefect: loaded once the checks above passed
 
-    summary = run_asking_flow(
-        priming_flow,
-        "priming",
-        settings,
-        backend,
-        where=(collection,),
-        collection=collection,
-        topics=list(topics) or None,
-        limit_topics=limit_topics,
-        trials=trials,
-        batch_settings=batch_settings or None,
-        personalities=list(personalities) or None,
-        personality_set=personality_set,
-        seed=seed,
-        retry_failed=retry_failed,
-        run_name=run_name,
-        frequency_penalty=frequency_penalty,
-        presence_penalty=presence_penalty,
-        min_per_level=min_per_level,
+    summary = run_asking_flow(  # None: a batch-mode run whose answers are still out (said by run_asking_flow)
+        priming_flow, "priming", settings, backend, where=(collection,), collection=collection,
+        topics=list(topics) or None, limit_topics=limit_topics, trials=trials, batch_settings=batch_settings or None,
+        personalities=list(personalities) or None, personality_set=personality_set, seed=seed,
+        retry_failed=retry_failed, run_name=run_name, frequency_penalty=frequency_penalty,
+        presence_penalty=presence_penalty, min_per_level=min_per_level,
+    )  # fmt: skip
+    print_summary(summary)
+
+
+def chosen_collection(collection: str | None, collection_option: str | None) -> str:
+    """COLLECTION or --collection (not two different ones), else dl19."""
+    if collection and collection_option and collection != collection_option:
+        raise click.UsageError(f"two collections given: {collection} and --collection {collection_option}")
+    return collection or collection_option or DEFAULT_COLLECTION
+
+
+def penalties(
+    preset: ModelPreset | None, frequency: float | None, presence: float | None
+) -> tuple[float | None, float | None]:
+    """The penalties given, else the model preset's (none without a preset)."""
+    if preset is None:
+        return frequency, presence
+    return (
+        preset.priming.frequency_penalty if frequency is None else frequency,
+        preset.priming.presence_penalty if presence is None else presence,
     )
-    if summary is not None:
-        print_summary(summary)
 
 
-def print_summary(summary: dict[str, Any]) -> None:
-    """The topic table of the first personality, the pooled table when there are several, the index."""
+def print_summary(summary: dict[str, Any] | None) -> None:
+    """The topic table of the first personality, the pooled table when there are several, the index (nothing for
+    None)."""
+    if summary is None:
+        return
     from tasks.priming.tables import format_number, format_p
 
     console = Console(width=120)

@@ -78,7 +78,11 @@ def study(
     click.echo("\n".join(format_estimate(planned["estimate"])))
     if dry_run:
         return
-    result = run_flow(study_flow, tags=run_tags("study"), dry_run=False, **parameters)
+    echo_study(run_flow(study_flow, tags=run_tags("study"), dry_run=False, **parameters))
+
+
+def echo_study(result: dict[str, Any]) -> None:
+    """A line per judge and priming run, then the study's: or what still waits for batch answers."""
     for run in result["judge_runs"]:
         if run["n_waiting"]:
             click.echo(f"judge {run['run_name']}: {run['n_waiting']:,} judgments wait for batch answers")

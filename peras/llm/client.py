@@ -45,28 +45,12 @@ from typing import Any
 from peras.errors import BackendError, BudgetReached, RequestRejected, UsageError, mask_secrets, remember_secret
 from peras.llm.limits import EndpointSlots
 from peras.llm.priority import PrioritySlots, item_step
-from peras.llm.responses import ChatResult, decode_chat, error_message, retry_after_s
+from peras.llm.responses import ChatResult, chat_body, decode_chat, error_message, retry_after_s
 from peras.llm.transport import Backend, TransportError, make_transport
 from peras.settings import without_userinfo
 
 __all__ = ["ChatResult", "LLMClient", "chat_body"]
 
-ALLOWED_PARAMS = frozenset(
-    {
-        "temperature",
-        "top_p",
-        "max_tokens",
-        "max_completion_tokens",
-        "n",
-        "logprobs",
-        "top_logprobs",
-        "seed",
-        "frequency_penalty",
-        "presence_penalty",
-        "stop",
-        "extra_body",
-    }
-)
 RETRY_STATUSES = frozenset({408, 409, 429})
 REQUEST_LEVEL_STATUSES = frozenset({400, 413, 422})
 MAX_RETRY_AFTER_S = 600.0  # a server asking for more than this is treated as asking for this
@@ -110,13 +94,7 @@ class LLMClient:
         notice_after_s: float = 10.0,
         budget_spent: int = 0,
     ) -> None:
-        if not base_urls:
-            raise UsageError("no LLM base URL given: set --base-url (e.g. http://127.0.0.1:8000/v1)")
-        bad = [url for url in base_urls if not url.startswith(("http://", "https://"))]
-        if bad:
-            raise UsageError(f"base URL {bad[0]!r} must start with http:// or https://")
-        if concurrency < 1:
-            raise UsageError(f"concurrency must be at least 1, not {concurrency}")
+        check_client(base_urls, concurrency)
         self.model = model
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -387,16 +365,12 @@ class LLMClient:
         return f"{endpoint.url}: {exc.detail} (gave up after {attempts} attempts)"
 
 
-def chat_body(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
-    """The JSON body of one chat completion: what online mode POSTs and what a batch line carries as `body`."""
-    if not params.keys() <= ALLOWED_PARAMS:  # per request: no set built when every key is known (the usual)
-        unknown = params.keys() - ALLOWED_PARAMS
-        raise UsageError(
-            f"unknown request parameter {', '.join(sorted(unknown))}; put server-specific ones in extra_body"
-        )
-    body: dict[str, Any] = {"model": model, "messages": messages}
-    body.update(params)
-    extra = body.pop("extra_body", None)
-    if extra:
-        body.update(extra)  # as the OpenAI SDK does: extra_body keys join the JSON body
-    return body
+def check_client(base_urls: list[str], concurrency: int) -> None:
+    """At least one base URL, each http:// or https://, and at least one request in flight: else a UsageError."""
+    if not base_urls:
+        raise UsageError("no LLM base URL given: set --base-url (e.g. http://127.0.0.1:8000/v1)")
+    bad = [url for url in base_urls if not url.startswith(("http://", "https://"))]
+    if bad:
+        raise UsageError(f"base URL {bad[0]!r} must start with http:// or https://")
+    if concurrency < 1:
+        raise UsageError(f"concurrency must be at least 1, not {concurrency}")

@@ -1,4 +1,5 @@
-"""Constrained decoding: each prompt's answer shape (peras/prompts/answers.toml) as the fields a server enforces.
+"""Constrained decoding: each prompt's answer shape (`answers.toml` beside its prompt file) as the fields a server
+enforces.
 
 A shape is dialect-free (a choice of strings, a regex with its GBNF twin, a JSON schema); `constrain` writes it into
 a request's parameters as the endpoint's dialect spells it, inside `extra_body`, so that the constraint is part of
@@ -26,12 +27,13 @@ import tomllib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from peras.errors import InputError, RequestRejected, UsageError
-from peras.paths import PROMPTS_DIR
+from peras.prompting import prompt_path
 
-ANSWERS_FILE = PROMPTS_DIR / "answers.toml"
+ANSWERS_FILE = "answers.toml"  # beside the prompt files of a folder: peras/prompts/, tasks/<stage>/prompts/
 ANSWER_FORMATS = ("auto", "free", "constrained")  # what a user asks for (--answer-format)
 DIALECTS = ("vllm", "vllm-guided", "llama.cpp", "openai")  # the probe's order
 FREE = "free"
@@ -111,6 +113,9 @@ class NumberedShape:
         return AnswerShape(self.name, regex=regex, grammar=grammar)
 
 
+S = TypeVar("S", AnswerShape, KeyedShape, NumberedShape)
+
+
 @dataclass(frozen=True)
 class Probe:
     """What the probe found: the dialect requests are sent in (`free`: none) and what happened, said once."""
@@ -124,27 +129,27 @@ class Probe:
         return f"answer format: {self.answer_format} ({self.found})"
 
 
-def answer_shape(prompt: str) -> AnswerShape:
-    """The shape of a prompt's answer, from peras/prompts/answers.toml."""
-    shape = _shapes().get(prompt)
-    if not isinstance(shape, AnswerShape):
-        raise ValueError(f"prompt {prompt!r} has no fixed answer shape in {ANSWERS_FILE.name}")
-    return shape
+def answer_shape(prompt: str | Path) -> AnswerShape:
+    """The shape of a prompt's answer: its table in the `answers.toml` beside the prompt file (`prompt_path`: a
+    stage's own prompt by its path, a shared one by its name)."""
+    return _shape_of(prompt, AnswerShape, "fixed")
 
 
-def keyed_shape(prompt: str) -> KeyedShape:
+def keyed_shape(prompt: str | Path) -> KeyedShape:
     """The per-request key shape of a prompt's answer (the priming batch)."""
-    shape = _shapes().get(prompt)
-    if not isinstance(shape, KeyedShape):
-        raise ValueError(f"prompt {prompt!r} has no keyed answer shape in {ANSWERS_FILE.name}")
-    return shape
+    return _shape_of(prompt, KeyedShape, "keyed")
 
 
-def numbered_shape(prompt: str) -> NumberedShape:
+def numbered_shape(prompt: str | Path) -> NumberedShape:
     """The per-request id shape of a prompt's answer (the recognize stage's utterance ids)."""
-    shape = _shapes().get(prompt)
-    if not isinstance(shape, NumberedShape):
-        raise ValueError(f"prompt {prompt!r} has no numbered answer shape in {ANSWERS_FILE.name}")
+    return _shape_of(prompt, NumberedShape, "numbered")
+
+
+def _shape_of(prompt: str | Path, kind: type[S], word: str) -> S:
+    path = prompt_path(prompt)
+    shape = _shapes(path.with_name(ANSWERS_FILE)).get(path.stem)
+    if not isinstance(shape, kind):
+        raise ValueError(f"prompt {path.stem!r} has no {word} answer shape in {path.with_name(ANSWERS_FILE)}")
     return shape
 
 
@@ -301,26 +306,29 @@ def _without(value: Any, keys: tuple[str, ...]) -> Any:
 
 
 @cache
-def _shapes() -> dict[str, AnswerShape | KeyedShape | NumberedShape]:
+def _shapes(path: Path) -> dict[str, AnswerShape | KeyedShape | NumberedShape]:
+    """A prompt folder's answer shapes, read and checked once per process (a folder without the file has none)."""
+    if not path.exists():
+        return {}
     try:
-        data = tomllib.loads(ANSWERS_FILE.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"cannot read answer shapes: {exc}", ANSWERS_FILE) from exc
-    return {name: _shape(name, table) for name, table in data.items()}
+        raise InputError(f"cannot read answer shapes: {exc}", path) from exc
+    return {name: _shape(name, table, path) for name, table in data.items()}
 
 
-def _shape(name: str, table: dict[str, Any]) -> AnswerShape | KeyedShape | NumberedShape:
+def _shape(name: str, table: dict[str, Any], path: Path) -> AnswerShape | KeyedShape | NumberedShape:
     kinds = [key for key in ("choice", "regex", "schema", "keys") if key in table]
     allowed = {"choice": {"choice"}, "regex": {"regex", "grammar"}, "schema": {"schema"}, "keys": {"keys", "value"}}
     numbered = "ids" in table and kinds == ["regex"]
     if numbered:
         if set(table) != {"ids", "regex", "grammar"} or "{id}" not in table["regex"] or "{id}" not in table["grammar"]:
-            raise InputError(f"[{name}] needs ids, and regex with grammar both using {{id}}", ANSWERS_FILE)
+            raise InputError(f"[{name}] needs ids, and regex with grammar both using {{id}}", path)
         re.compile(table["regex"].replace("{id}", "1"))
         return NumberedShape(name, table["regex"], table["grammar"].strip())
     if len(kinds) != 1 or set(table) != allowed[kinds[0]]:
         needs = "exactly one of choice, regex with grammar (and ids), schema, keys with value"
-        raise InputError(f"[{name}] needs {needs}", ANSWERS_FILE)
+        raise InputError(f"[{name}] needs {needs}", path)
     if kinds[0] == "keys":
         return KeyedShape(name, dict(table["value"]))
     if kinds[0] == "choice":

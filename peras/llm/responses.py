@@ -1,4 +1,5 @@
-"""Reading what an OpenAI-compatible server sent back: the completion, an error, a Retry-After."""
+"""What goes to and comes back from an OpenAI-compatible server: the chat request's JSON body (`chat_body`), and
+reading what the server sent back: the completion, an error, a Retry-After."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from peras.errors import mask_secrets
+from peras.errors import UsageError, mask_secrets
 
 
 @dataclass(slots=True)
@@ -133,3 +134,36 @@ def error_message(content: bytes) -> str:
         text = content.decode("utf-8", "replace")
     text = mask_secrets(" ".join(text.split()))
     return (text[:300] + "...") if len(text) > 300 else (text or "(empty body)")
+
+
+ALLOWED_PARAMS = frozenset(
+    {
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "max_completion_tokens",
+        "n",
+        "logprobs",
+        "top_logprobs",
+        "seed",
+        "frequency_penalty",
+        "presence_penalty",
+        "stop",
+        "extra_body",
+    }
+)
+
+
+def chat_body(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of one chat completion: what online mode POSTs and what a batch line carries as `body`."""
+    if not params.keys() <= ALLOWED_PARAMS:  # per request: no set built when every key is known (the usual)
+        unknown = params.keys() - ALLOWED_PARAMS
+        raise UsageError(
+            f"unknown request parameter {', '.join(sorted(unknown))}; put server-specific ones in extra_body"
+        )
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    body.update(params)
+    extra = body.pop("extra_body", None)
+    if extra:
+        body.update(extra)  # as the OpenAI SDK does: extra_body keys join the JSON body
+    return body

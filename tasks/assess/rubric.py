@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-import tomllib
 
-from peras.paths import PACKAGE_DIR
+from peras.prompting import load_prompt
 
 SCALE_LINE = re.compile(r"^\[(\d)\] (.+)$")
 
 
 def rubric() -> list[dict[str, object]]:
     """The scale's lines, highest grade first: [{'grade': 3, 'text': 'Perfectly relevant: ...'}, ...]."""
-    prompt = tomllib.loads((PACKAGE_DIR / "prompts" / "label_nocot.toml").read_text(encoding="utf-8"))
-    found = [SCALE_LINE.match(line) for line in prompt["template"].splitlines()]
+    found = [SCALE_LINE.match(line) for line in load_prompt("label_nocot").template.splitlines()]
     return [{"grade": int(m.group(1)), "text": m.group(2)} for m in found if m]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from peras.errors import UsageError
 from peras.llm.client import LLMClient
+from peras.llm.constraints import FREE, Probe
 from peras.settings import Settings, without_userinfo
 
 EMBEDDED = "llama.cpp"
@@ -48,6 +49,23 @@ class Probed:
     answer_format: str | None = None
     spent: int = 0
     logprobs: bool | None = None
+
+
+def known_format(wanted: str, resumed: str | None, embedded: bool) -> Probe | None:
+    """The answer format a call asks in when no probe is needed, else None (the probe decides): `wanted` is
+    --answer-format (auto, free, constrained), `resumed` the format the run it resumes asked in (None: a new run).
+
+    --answer-format free: free; a resumed run under auto, or one that asked constrained: the format it asked in (a
+    rerun sends nothing); the embedded llama.cpp server: its own dialect (the version peras builds). The one rule of
+    every call: `check_endpoint` asks the probe only when this says None, and the judge's no-op check
+    (tasks/judge/settled.py) answers from the warehouse only when it does not."""
+    if wanted == FREE:
+        return Probe(FREE, "--answer-format free")
+    if resumed is not None and (wanted == "auto" or resumed != FREE):
+        return Probe(resumed, "as the run resumed asked")
+    if embedded:
+        return Probe(EMBEDDED, "the embedded llama.cpp server")
+    return None
 
 
 def public_url(url: str) -> str:

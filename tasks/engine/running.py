@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from prefect import task
@@ -23,7 +23,7 @@ from peras.warehouse import kept_open
 from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
-from tasks.engine.runs import Gate, RunClaim, claim_run, gate_run, stored_probe
+from tasks.engine.runs import Gate, RunClaim, answered_as, claim_run, gate_run, stored_probe
 from tasks.engine.spec import Plan, RunIdentity, Stage
 from tasks.engine.stage import declaration
 from tasks.engine.stages import HeldPlan, declared_frame
@@ -159,20 +159,6 @@ def gate_stage_run(settings: Settings, run: RunIdentity, planned: dict[str, Plan
     Returns the number of planned items recorded as failures (under the threshold when it returns).
     """
     return gate_run(settings, run, planned, gate)
-
-
-def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
-    """The claim with the run's answer format (the constraint dialect), what the probe found and the requests it sent
-    in its parameters: a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records
-    the others; the requests count against the run's --request-budget, resumes included)."""
-    found = {
-        "answer_format": endpoint.answer_format,
-        "answer_probe": endpoint.answer_probe,
-        "probe_requests": endpoint.probe_requests,
-    }
-    if endpoint.logprobs is not None:  # asked: a resume reuses it
-        found["returns_logprobs"] = endpoint.logprobs
-    return replace(claim, params=claim.params | found)
 
 
 def checked_endpoint(settings: Settings, recipe: StageRecipe[ConfigT], endpoint: Endpoint) -> tuple[Endpoint, ConfigT]:

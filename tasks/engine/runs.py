@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import duckdb
@@ -23,7 +23,7 @@ from peras.settings import Settings
 from peras.sql import run_sql, run_statements
 from peras.warehouse import now, open_migrated, retrying, retrying_bounded, transaction
 from peras.warehouse_views import apply_views_needing
-from tasks.engine.endpoint import Probed
+from tasks.engine.endpoint import Endpoint, Probed
 from tasks.engine.lease import check_lease, take_lease
 from tasks.engine.own_stages import check_own_tables
 from tasks.engine.shards import mend_request_copies
@@ -59,6 +59,20 @@ class RunClaim:
     name: str
     values: dict[str, Any]
     params: dict[str, Any]
+
+
+def answered_as(claim: RunClaim, endpoint: Endpoint) -> RunClaim:
+    """The claim with the run's answer format (the constraint dialect), what the probe found and the requests it sent
+    in its parameters: a constrained and a free run ask differently (tasks/engine/runs.py compares the first, records
+    the others; the requests count against the run's --request-budget, resumes included)."""
+    found = {
+        "answer_format": endpoint.answer_format,
+        "answer_probe": endpoint.answer_probe,
+        "probe_requests": endpoint.probe_requests,
+    }
+    if endpoint.logprobs is not None:  # asked: a resume reuses it
+        found["returns_logprobs"] = endpoint.logprobs
+    return replace(claim, params=claim.params | found)
 
 
 def stored_probe(settings: Settings, stage: StageDeclaration, name: str) -> Probed:

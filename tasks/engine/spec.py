@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from peras.llm.constraints import AnswerShape
+from peras.llm.constraints import AnswerShape, constrain
 from peras.prompting import Personality
 
 MAX_REGENERATIONS = 4  # an unreadable answer is asked again at most this many times
@@ -60,6 +60,14 @@ class ParsedValue:
     value: Any
     ok: bool
     reason: str
+
+
+def sent_params(params: dict[str, Any], shape: AnswerShape | None, answer_format: str) -> dict[str, Any]:
+    """What a request is sent with: its parameters with its answer shape's constraint in the run's answer format (the
+    endpoint's dialect, or 'free'). The engine sends every Ask so (its `_constrained` is this call, remembered); a
+    stage that records or gates on what it sends (the judge's label parameters) reads it here, never writing a
+    constraint itself (docs/architecture.md, "One option, one path")."""
+    return constrain(params, shape, answer_format)
 
 
 # Not frozen: built once or twice a request, and a frozen dataclass costs ~1 us more to build (issue 35); never

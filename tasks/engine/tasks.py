@@ -27,7 +27,7 @@ from peras.sql import render_sql, run_sql, run_statements
 from peras.warehouse import connect, open_migrated, publish_snapshot, retrying, transaction
 from tasks.engine.batch import BatchRound
 from tasks.engine.batch_tasks import ask_in_rounds
-from tasks.engine.endpoint import Endpoint, Probed, make_client
+from tasks.engine.endpoint import Endpoint, Probed, known_format, make_client
 from tasks.engine.engine import Engine
 from tasks.engine.run_status import count_pending, notice
 from tasks.engine.runs import run_params, run_spent
@@ -99,15 +99,11 @@ def probe_over_budget(settings: Settings, spent: int, sent: int, logprobs: bool)
 
 
 async def answer_probe(settings: Settings, endpoint: Endpoint, client: LLMClient, resumed: str | None) -> Probe:
-    """--answer-format free: none; a resumed run under auto: the format it asked in (a rerun sends nothing); the
-    embedded llama.cpp server: its own dialect (the version peras builds); otherwise what the probe finds (one or two
-    tiny requests, peras/llm/constraints.py)."""
-    if settings.answer_format == "free":
-        return Probe(FREE, "--answer-format free")
-    if resumed is not None and (settings.answer_format == "auto" or resumed != FREE):
-        return Probe(resumed, "as the run resumed asked")
-    if endpoint.is_embedded:
-        return Probe("llama.cpp", "the embedded llama.cpp server")
+    """The format known without a probe (tasks/engine/endpoint.py known_format: the one rule), otherwise what the
+    probe finds (one or two tiny requests, peras/llm/constraints.py)."""
+    known = known_format(settings.answer_format, resumed, endpoint.is_embedded)
+    if known is not None:
+        return known
     return resolve_answer_format(settings.answer_format, await probe_dialect(client.chat))
 
 

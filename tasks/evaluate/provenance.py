@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from peras.local_model.weights import DEFAULT_MODEL
@@ -24,7 +25,7 @@ NOT_REPORTED = "not reported (the server names the model only)"
 
 
 def prompt_names(source: str, cot: bool, method: str) -> list[str]:
-    """The prompt files (peras/prompts/<name>.toml) a judgment of this CoT setting and method was asked with."""
+    """The prompt files (<name>.toml in PROMPT_FOLDERS) a judgment of this CoT setting and method was asked with."""
     if source != "llm":
         return []  # imported judgments: asked elsewhere
     setting = "cot" if cot else "nocot"
@@ -33,9 +34,14 @@ def prompt_names(source: str, cot: bool, method: str) -> list[str]:
     return [f"label_{setting}"] + (["confidence"] if method == "verbalized" else [])
 
 
+# Where a judge run's prompt files live: the shared label and confidence prompts, and the judge's own (self, certainty).
+# Named by path, not imported: a stage imports no other stage (docs/architecture.md).
+PROMPT_FOLDERS = (PROMPTS_DIR, Path(__file__).resolve().parents[1] / "judge" / "prompts")
+
+
 def prompt_hashes(names: Iterable[str]) -> dict[str, str]:
     """{file name: sha256 of the file} of the prompt files named."""
-    files = [PROMPTS_DIR / f"{name}.toml" for name in names]
+    files = [next(path for folder in PROMPT_FOLDERS if (path := folder / f"{name}.toml").is_file()) for name in names]
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
 
 

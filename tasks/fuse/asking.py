@@ -18,7 +18,7 @@ from peras.llm.constraints import answer_shape
 from peras.llm.joint_parsing import parse_self_answer
 from tasks.engine.spec import Answer, Ask, AskFn, request_params
 from tasks.engine.stages import ask_outcome
-from tasks.fuse.prompt import build_fuser_messages, fuser_prompt, judge_output
+from tasks.fuse.prompt import PROMPT_DIR, build_fuser_messages, fuser_prompt, judge_output
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +89,9 @@ class FuseStage:
         query, passage = self.texts[item.key]
         messages = build_fuser_messages(query, passage, self.outputs(item))
         row: dict[str, Any] = {"query_id": item.query_id, "doc_id": item.doc_id, "judge_order": ",".join(item.order)}
-        spec = Ask(messages, self.config.params(), "fuse", parse_self_answer, shape=answer_shape("fuser"))
+        spec = Ask(
+            messages, self.config.params(), "fuse", parse_self_answer, shape=answer_shape(PROMPT_DIR / "fuser.toml")
+        )
         return await ask_outcome(ask, spec, row, ("label", "confidence"), read_fused)
 
 

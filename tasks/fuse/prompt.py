@@ -1,4 +1,4 @@
-"""The fuser prompt (peras/prompts/fuser.toml, a Jinja template) and what it shows of each judge.
+"""The fuser prompt (tasks/fuse/prompts/fuser.toml, a Jinja template) and what it shows of each judge.
 
 Loading checks the file's keys, that the template compiles, that the variables it uses are exactly the declared
 placeholders, and that the parts kept word for word from the study are there. A judge is shown as one JSON object
@@ -21,10 +21,10 @@ import jinja2
 import jinja2.meta
 
 from peras.errors import InputError
-from peras.paths import PROMPTS_DIR
-from peras.prompting import PROMPT_KEYS, check_keys, read_toml
+from peras.prompting import PromptSyntax, read_prompt
 
 PROMPT_NAME = "fuser"  # the keys of its file are every prompt file's (PROMPT_KEYS); its template is Jinja
+PROMPT_DIR = Path(__file__).with_name("prompts")  # the stage's prompt file and its answer shape
 # Word for word from the study's fuser prompt (docs/fuse.md lists what was changed around them).
 VERBATIM = (
     "You are a helpful assistant tasked with combining multiple model responses to select the best",
@@ -57,29 +57,31 @@ class FuserPrompt:
         return _ENV.from_string(self.source).render(query=query, passage=passage, json_outputs=outputs)
 
 
-def read_fuser_prompt(path: Path) -> FuserPrompt:
-    """Read and check a fuser template file (rules in the module doc)."""
-    data = read_toml(path)
-    check_keys(data, PROMPT_KEYS, path)
-    if data["name"] != PROMPT_NAME:
-        raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
+def jinja_variables(template: str) -> list[str]:
+    """The variables a Jinja template reads (a ValueError: it does not compile)."""
     try:
-        used = jinja2.meta.find_undeclared_variables(_ENV.parse(data["template"]))
+        return sorted(jinja2.meta.find_undeclared_variables(_ENV.parse(template)))
     except jinja2.TemplateSyntaxError as exc:
-        raise InputError(f"template is not valid Jinja (line {exc.lineno}): {exc.message}", path) from exc
-    if sorted(used) != sorted(data["placeholders"]):
-        raise InputError(f"template variables {sorted(used)} differ from declared {sorted(data['placeholders'])}", path)
-    missing = [part for part in VERBATIM if part not in data["template"]]
+        raise ValueError(f"not valid Jinja (line {exc.lineno}): {exc.message}") from exc
+
+
+JINJA = PromptSyntax(jinja_variables, word="variables")
+
+
+def read_fuser_prompt(path: Path) -> FuserPrompt:
+    """Read and check a fuser template file (peras.prompting.read_prompt; the rules in the module doc)."""
+    found = read_prompt(path, JINJA, name=PROMPT_NAME)
+    missing = [part for part in VERBATIM if part not in found.template]
     if missing:
         raise InputError(f"template lacks the study's wording {missing[0]!r}", path)
-    fingerprint = hashlib.sha256(data["template"].encode()).hexdigest()[:16]
-    return FuserPrompt(data["template"], dict(data["sampling"]), fingerprint)
+    fingerprint = hashlib.sha256(found.template.encode()).hexdigest()[:16]
+    return FuserPrompt(found.template, found.sampling, fingerprint)
 
 
 @cache
 def fuser_prompt() -> FuserPrompt:
     """The shipped fuser template, read once."""
-    return read_fuser_prompt(PROMPTS_DIR / f"{PROMPT_NAME}.toml")
+    return read_fuser_prompt(PROMPT_DIR / f"{PROMPT_NAME}.toml")
 
 
 def judge_output(label: int, confidence: float | None, explanation: str | None, name: str | None) -> str:

@@ -24,14 +24,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from peras.errors import RequestRejected
-from peras.llm.constraints import DIALECTS, FREE, AnswerShape, answer_shape, constrain
+from peras.llm.constraints import FREE, AnswerShape, answer_shape
 from peras.llm.joint_parsing import parse_self_answer
-from peras.llm.parsing import label_logprob_scores, label_token, parse_confidence, parse_label
+from peras.llm.logprobs import label_logprob_scores, label_token
+from peras.llm.parsing import parse_confidence, parse_label
 from peras.prompting import sampling_params
-from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params
+from tasks.engine.spec import Ask, AskFn, PersonaStage, request_params, sent_params
 from tasks.engine.stages import ask_samples, majority
 from tasks.judge.parsing import parse_certainty_answer
-from tasks.judge.prompt import build_confidence_messages, build_joint_messages, build_label_messages
+from tasks.judge.prompt import build_confidence_messages, build_joint_messages, build_label_messages, label_prompt
 
 METHODS = ("verbalized", "logprob", "sampling", "self", "certainty")
 JOINT_METHODS = {"self": parse_self_answer, "certainty": parse_certainty_answer}  # label and confidence in one answer
@@ -79,14 +80,12 @@ class JudgeConfig:
     certainty_top_p: float = 0.95
     certainty_threshold: float = 80.0  # a 'certainty' judgment at or above this is high-certainty
     extra_body: dict[str, Any] = field(default_factory=dict)
-    answer_format: str = "free"  # the endpoint's constraint dialect (the engine adds each request's constraint)
-    answer_probe: str = "not probed"
+    answer_format: str = FREE  # the endpoint's answer format: the engine writes each Ask's shape in it when sending
 
     def label_params(self, cot: bool, method: str) -> dict[str, Any]:
         """Request parameters of the label request (temperature 0, top_p 1 from the prompt file; 'certainty'
         samples at certainty_temperature and certainty_top_p)."""
-        prompt = f"{method}_{'cot' if cot else 'nocot'}" if method in JOINT_METHODS else None
-        params = sampling_params(prompt or ("label_cot" if cot else "label_nocot"))
+        params = sampling_params(label_prompt(cot, method))
         if method == "certainty":
             params |= {"temperature": self.certainty_temperature, "top_p": self.certainty_top_p, "seed": 0}
         limit = self.max_tokens_cot if cot else self.max_tokens_label
@@ -96,21 +95,22 @@ class JudgeConfig:
             "logprob": {"logprobs": True, "top_logprobs": self.top_logprobs},
             "sampling": {"temperature": self.sampling_temperature},
         }
-        params = request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
-        # The constraint is part of what the run plans (its gate compares every request with these parameters).
-        return constrain(params, label_answer_shape(cot, method), self.dialect)
+        return request_params(params, max_tokens=limit, extra_body=self.extra_body, **by_method.get(method, {}))
 
     def confidence_params(self) -> dict[str, Any]:
         """Request parameters of the post-hoc confidence request."""
-        params = request_params(
+        return request_params(
             sampling_params("confidence"), max_tokens=self.max_tokens_confidence, extra_body=self.extra_body
         )
-        return constrain(params, answer_shape("confidence"), self.dialect)
 
-    @property
-    def dialect(self) -> str:
-        """The constraint dialect requests are sent in ('free' when the run's format is not one)."""
-        return self.answer_format if self.answer_format in DIALECTS else FREE
+    def label_sent(self, cot: bool, method: str) -> dict[str, Any]:
+        """The label request's parameters as the engine sends them (its shape's constraint in the run's answer
+        format): what the run records and its gate compares every stored request with."""
+        return sent_params(self.label_params(cot, method), label_answer_shape(cot, method), self.answer_format)
+
+    def confidence_sent(self) -> dict[str, Any]:
+        """The confidence request's parameters as the engine sends them (as label_sent)."""
+        return sent_params(self.confidence_params(), answer_shape("confidence"), self.answer_format)
 
 
 @dataclass
@@ -211,7 +211,8 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         personality = self.personalities[item.personality]
         messages = build_label_messages(personality, pair.query, pair.passage, item.cot)
         params = self.label_params(item.cot, item.method)
-        label = await ask(Ask(messages, params, "label", self._label_parser(item), shape=label_shape(item.cot)))
+        shape = label_answer_shape(item.cot, item.method)
+        label = await ask(Ask(messages, params, "label", self._label_parser(item), shape=shape))
         row["label_request_id"] = label.request_id
         if not label.ok:
             return {"label_request_id": label.request_id, "status": "label_parse_failure", "reason": label.reason}
@@ -279,7 +280,7 @@ class JudgeStage(PersonaStage[JudgeConfig]):
         """MP: n label samples (tasks/engine/stages.py ask_samples); the majority label, ties to the lower one."""
         messages = build_label_messages(self.personalities[item.personality], pair.query, pair.passage, item.cot)
         params = self.label_params(item.cot, item.method)
-        spec = Ask(messages, params, "label", self._label_parser(item), shape=label_shape(item.cot))
+        spec = Ask(messages, params, "label", self._label_parser(item), shape=label_answer_shape(item.cot, item.method))
         answers = await ask_samples(ask, spec, self.config.n_samples)
         votes = [int(a.parsed.value) for a in answers if a.ok]
         row: dict[str, Any] = {
@@ -305,11 +306,4 @@ class JudgeStage(PersonaStage[JudgeConfig]):
 @functools.cache  # once per (CoT, method): asked for every request
 def label_answer_shape(cot: bool, method: str) -> AnswerShape:
     """The shape of a label request's answer: the joint methods' own prompts, else the label's."""
-    if method in JOINT_METHODS:
-        return answer_shape(f"{method}_{'cot' if cot else 'nocot'}")
-    return label_shape(cot)
-
-
-def label_shape(cot: bool) -> AnswerShape:
-    """The label answer's constraint: one of the four digits; with CoT, free reasoning then the final score line."""
-    return answer_shape("label_cot" if cot else "label_nocot")
+    return answer_shape(label_prompt(cot, method))

@@ -39,7 +39,7 @@ from tasks.engine.endpoint import Endpoint, serving_endpoint
 from tasks.engine.lease import held
 from tasks.engine.run_status import recorded_run
 from tasks.engine.running import checked_endpoint
-from tasks.engine.runs import claim_run
+from tasks.engine.runs import answered_as, claim_run
 from tasks.engine.spec import Attempt, Plan, RunIdentity
 from tasks.engine.tasks import (
     ask_all,
@@ -322,7 +322,7 @@ def judge_on_hosts(
     warehouse_id = identify_warehouse(settings)
     endpoint = remote_endpoint(settings, backend)
     config = recipe.configure(endpoint)
-    run = claim_run(settings, warehouse_id, recipe.claim(config), config.model, config.backend)
+    run = claim_run(settings, warehouse_id, answered_as(recipe.claim(config), endpoint), config.model, config.backend)
     store_personalities(settings, recipe.personalities)
     with held(settings.warehouse, run.kind, run.run_id), recorded_run(settings, run):
         parts = split_parts(recipe.personalities, recipe.pairs, *split)

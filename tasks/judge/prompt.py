@@ -7,7 +7,21 @@ gave is written into the template (`{predicted_score}`), not replayed as a chat 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from peras.prompting import Personality, cached_prompt, personality_messages
+
+# The judge's own prompt files (the joint methods'); the label and confidence prompts are the foundation's
+# (peras/prompts/): the study's preset check and the assessor page's scale read them too.
+PROMPT_DIR = Path(__file__).with_name("prompts")
+JOINT_PROMPTS = ("self", "certainty")  # methods asking the label and its confidence in one request
+
+
+def label_prompt(cot: bool, method: str) -> str | Path:
+    """The prompt a label request asks with: a joint method's own file, else the shared label prompt's name."""
+    if method in JOINT_PROMPTS:
+        return PROMPT_DIR / f"{method}_{'cot' if cot else 'nocot'}.toml"
+    return "label_cot" if cot else "label_nocot"
 
 
 def build_label_messages(personality: Personality, query: str, document: str, cot: bool) -> list[dict[str, str]]:
@@ -31,5 +45,5 @@ def build_joint_messages(
 ) -> list[dict[str, str]]:
     """One request asking for the label and its confidence together: method 'self' (a JSON answer) or
     'certainty' (the label and a 1-100 certainty in double brackets), with the no-CoT or CoT rubric."""
-    template = cached_prompt(f"{method}_{'cot' if cot else 'nocot'}")
+    template = cached_prompt(label_prompt(cot, method))
     return personality_messages(personality, template.render(query=query, document=document))

@@ -46,31 +46,24 @@ def judge_config(endpoint: Endpoint, n_samples: int) -> JudgeConfig:
             max_tokens_joint=EMBEDDED_MAX_TOKENS["joint"],
             extra_body={"cache_prompt": True},
             answer_format=endpoint.answer_format,
-            answer_probe=endpoint.answer_probe,
         )
-    return JudgeConfig(
-        endpoint.model,
-        endpoint.backend,
-        n_samples=n_samples,
-        answer_format=endpoint.answer_format,
-        answer_probe=endpoint.answer_probe,
-    )
+    return JudgeConfig(endpoint.model, endpoint.backend, n_samples=n_samples, answer_format=endpoint.answer_format)
 
 
 def run_parameters(config: JudgeConfig, methods: list[str]) -> dict[str, Any]:
-    """What defines a run (stored in judge_runs.params; never credentials)."""
+    """What defines a run (stored in judge_runs.params; never credentials): the requests as the engine sends them.
+    The answer format, the probe's finding and its requests are added by the engine's claim (answered_as), as for
+    every stage."""
     return {
         "model": config.model,
         "confidence_methods": methods,
-        "label_params_nocot": config.label_params(False, methods[0]),
-        "label_params_cot": config.label_params(True, methods[0]),
-        "confidence_params": config.confidence_params(),
+        "label_params_nocot": config.label_sent(False, methods[0]),
+        "label_params_cot": config.label_sent(True, methods[0]),
+        "confidence_params": config.confidence_sent(),
         "n_samples": config.n_samples,
         "sampling_temperature": config.sampling_temperature,
         "top_logprobs": config.top_logprobs,
         "certainty_threshold": config.certainty_threshold,
-        "answer_format": config.answer_format,
-        "answer_probe": config.answer_probe,
     }
 
 
@@ -109,7 +102,7 @@ def judge_planned(plan: JudgePlan, config: JudgeConfig) -> dict[str, pa.Table]:
             "confidence_method": method,
             # the label request a judgment points to: sampling's first vote (seed 0)
             "label_params": json.dumps(
-                config.label_params(cot, method) | ({"seed": 0} if method == "sampling" else {}), separators=(",", ":")
+                config.label_sent(cot, method) | ({"seed": 0} if method == "sampling" else {}), separators=(",", ":")
             ),
         }
         for personality, cot, method in plan.groups()

@@ -26,8 +26,8 @@ from peras.prompting import Personality
 from peras.settings import Settings
 from peras.sql import run_sql
 from peras.warehouse import MEMORY_TIGHT, connect, publish_snapshot
-from tasks.engine.endpoint import Endpoint
-from tasks.engine.runs import gate_params, gate_problems, stored_run
+from tasks.engine.endpoint import Endpoint, known_format
+from tasks.engine.runs import answered_as, gate_params, gate_problems, stored_run
 from tasks.engine.shards import shard_dir, shard_files
 from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
@@ -66,15 +66,13 @@ def settled(
         row = run_sql(con, "judge/select_run", {"run_name": name}).fetchone()
         if row is None or row[5] != PUBLISHED:
             return None
-        stored = json.loads(row[4])
-        answer_format = str(stored.get("answer_format", FREE))
-        if answer_format not in (FREE, *DIALECTS) or settings.answer_format not in ("auto", answer_format):
-            return None  # the flow would probe the server, or refuse the format
-        endpoint = Endpoint(
-            endpoint.base_urls, endpoint.model, endpoint.backend, answer_format, "as the run resumed asked"
-        )
+        resumed = resumed_endpoint(settings, endpoint, json.loads(row[4]))
+        if resumed is None:
+            return None  # the flow would probe the server
+        endpoint = resumed
         config = judge_config(endpoint, n_samples)
-        run_id, differences = stored_run(con, judge_claim(name, collection, subset, config, methods), config.model)
+        claim = answered_as(judge_claim(name, collection, subset, config, methods), endpoint)
+        run_id, differences = stored_run(con, claim, config.model)
         if run_id is None or differences:
             return None  # the flow says why: let it
         if not same_personalities(con, personalities):
@@ -106,6 +104,16 @@ def settled(
         "n_planned": len(plan.pairs) * len(personalities) * len(cot) * len(methods),
         "n_failures": failures,
     }
+
+
+def resumed_endpoint(settings: Settings, endpoint: Endpoint, stored: dict[str, Any]) -> Endpoint | None:
+    """The endpoint in the answer format the call asks in by the engine's rule (known_format, as check_endpoint),
+    from the format the stored run asked in; None when only a probe can tell."""
+    asked = str(stored.get("answer_format", FREE))
+    probe = known_format(settings.answer_format, asked if asked in (FREE, *DIALECTS) else None, False)
+    if probe is None:
+        return None
+    return Endpoint(endpoint.base_urls, endpoint.model, endpoint.backend, probe.answer_format, probe.found)
 
 
 def same_personalities(con: Any, personalities: list[Personality]) -> bool:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from peras.llm.logprobs import OptionDistribution, option_distribution
 from peras.llm.parsing import (
-    OptionDistribution,
     Reading,
     answer_body,
     double_bracketed,
@@ -38,7 +38,6 @@ from peras.llm.parsing import (
     json_confidence,
     json_object_with,
     no_body_reason,
-    option_distribution,
 )
 
 _PRIMED_OPENING = re.compile(r"\s*[^\[\]\s]{1,20}\s*\]\]")  # 'A]]': the continuation of the prompt's "[["

@@ -27,6 +27,7 @@ from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.pairwise.asking import PROMPTS, PairItem, PairwiseConfig, PairwiseStage
 from tasks.pairwise.draws import Judged, PairDraw, draw_pairs
+from tasks.pairwise.prompt import prompt_file
 
 ALL = "all"  # every prompt the endpoint supports
 LOGPROBS = "logp"  # the prompt whose confidence comes from the endpoint's log-probabilities
@@ -88,7 +89,7 @@ def run_parameters(config: PairwiseConfig) -> dict[str, Any]:
     how many answers MP samples."""
     return {
         "request_params": {prompt: config.params(prompt) for prompt in PROMPTS},
-        "prompt_templates": {prompt: load_prompt(name).template for prompt, name in PROMPTS.items()},
+        "prompt_templates": {prompt: load_prompt(prompt_file(name)).template for prompt, name in PROMPTS.items()},
         "mp_samples": config.mp_samples,
     }
 

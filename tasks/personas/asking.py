@@ -15,7 +15,7 @@ from peras.bfi2 import Bfi2Item, ParsedAnswer, parse_answer
 from peras.llm.constraints import answer_shape
 from tasks.engine.spec import Answer, Ask, AskFn, PersonaStage, request_params
 from tasks.engine.stages import ask_outcome
-from tasks.personas.prompt import build_item_messages
+from tasks.personas.prompt import build_item_messages, prompt_file
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,9 @@ class PersonasStage(PersonaStage[CheckConfig]):
             "sample_index": item.sample_index,
         }
         params = self.config.params(item.sample_index)
-        spec = Ask(messages, params, "bfi2", read_answer, item.sample_index, shape=answer_shape("bfi2_item"))
+        spec = Ask(
+            messages, params, "bfi2", read_answer, item.sample_index, shape=answer_shape(prompt_file("bfi2_item"))
+        )
         return await ask_outcome(ask, spec, row, ("answer",), answer_value)
 
 

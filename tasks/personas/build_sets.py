@@ -30,6 +30,7 @@ from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.stages import HeldPlan
 from tasks.personas.build import BuildAsk, BuildConfig, BuildStage
+from tasks.personas.prompt import prompt_file
 from tasks.shared.personalities import BUILTIN, CONDITIONS, SET_NAME, resolve_set
 
 
@@ -68,7 +69,7 @@ def build_config(
 def build_parameters(config: BuildConfig) -> dict[str, Any]:
     """What fixes a build besides its name and model: conditions, seeds, rounds, check, both prompts."""
     fixed = {k: v for k, v in asdict(config).items() if k not in ("model", "backend")}
-    prompts = {step: load_prompt(step) for step in ("persona_keywords", "persona_instruction")}
+    prompts = {step: load_prompt(prompt_file(step)) for step in ("persona_keywords", "persona_instruction")}
     return fixed | {
         "conditions": list(config.conditions),
         "step_sampling": {step: prompt.sampling for step, prompt in prompts.items()},

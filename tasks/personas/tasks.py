@@ -28,13 +28,14 @@ from tasks.engine.spec import RunIdentity
 from tasks.engine.stage import declaration
 from tasks.engine.tasks import run_counts
 from tasks.personas.asking import CheckConfig, ItemAsk, PersonasStage
+from tasks.personas.prompt import prompt_file
 
 
 def check_config(endpoint: Endpoint, n_samples: int, temperature: float, seed: int) -> CheckConfig:
     """The prompt's greedy sampling for sample 0, k samples at `temperature`; the embedded model also a cap."""
     if n_samples < 2:
         raise UsageError("--samples must be at least 2: a score's spread needs two sampled answers")
-    sampling = load_prompt("bfi2_item").sampling
+    sampling = load_prompt(prompt_file("bfi2_item")).sampling
     cap = declaration("personas").token_cap(endpoint.backend, embedded=endpoint.is_embedded)
     return CheckConfig(endpoint.model, endpoint.backend, sampling, n_samples, temperature, seed, cap)
 
@@ -51,7 +52,7 @@ def plan_answers(personalities: list[Personality], items: list[Bfi2Item], n_samp
 
 def run_parameters(config: CheckConfig) -> dict[str, Any]:
     """What fixes a check run besides set and model: request parameters, prompt and items."""
-    template = load_prompt("bfi2_item").template
+    template = load_prompt(prompt_file("bfi2_item")).template
     return {
         "greedy_params": config.params(0),
         "sampled_params": config.params(1) | {"seed": config.seed},

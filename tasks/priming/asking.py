@@ -14,7 +14,7 @@ from typing import Any
 from peras.llm.constraints import keyed_shape
 from tasks.engine.spec import Answer, Ask, AskFn, ParsedValue, PassageStage, request_params
 from tasks.engine.stages import ask_outcome
-from tasks.priming.prompt import batch_prompt, build_batch_messages, parse_batch_answer
+from tasks.priming.prompt import PROMPT_DIR, PROMPT_NAME, batch_prompt, build_batch_messages, parse_batch_answer
 
 CONDITIONS = ("HT", "LT")
 
@@ -78,7 +78,8 @@ class PrimingStage(PassageStage[BatchConfig]):
             "condition": item.condition,
             "doc_ids": list(item.doc_ids),
         }
-        shape = keyed_shape("batch_umbrela").for_keys(item.doc_ids)  # one 0-3 score per passage, no other key
+        # one 0-3 score per passage, no other key
+        shape = keyed_shape(PROMPT_DIR / f"{PROMPT_NAME}.toml").for_keys(item.doc_ids)
         spec = Ask(messages, self.config.params(), "batch", batch_parser(item.doc_ids), shape=shape)
         return await ask_outcome(ask, spec, row, ("scores",), read_scores)
 

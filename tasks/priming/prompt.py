@@ -1,4 +1,4 @@
-"""The batch prompt (peras/prompts/batch_umbrela.toml) and the reading of its JSON answers.
+"""The batch prompt (tasks/priming/prompts/batch_umbrela.toml) and the reading of its JSON answers.
 
 Message layout as for the judge prompts: personality instruction, blank line, task; the default
 personality sends the task alone.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -32,19 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from peras.errors import InputError
-from peras.paths import PROMPTS_DIR
-from peras.prompting import Personality, check_keys, personality_messages, read_toml
+from peras.prompting import Personality, format_fields, personality_messages, read_prompt
 
 PROMPT_NAME = "batch_umbrela"
-PROMPT_KEYS: dict[str, type] = {
-    "name": str,
-    "description": str,
-    "placeholders": list,
-    "passage": str,
-    "example_ids": list,
-    "template": str,
-    "sampling": dict,
-}
+PROMPT_DIR = Path(__file__).with_name("prompts")  # the stage's prompt file and its answer shape
+EXTRA_KEYS: dict[str, type] = {"passage": str, "example_ids": list}  # beside every prompt file's keys
 PASSAGE_PLACEHOLDERS = ("doc_id", "text")
 PASSAGE_SEPARATOR = "\n"
 ID_SEPARATOR = ", "
@@ -82,22 +73,15 @@ class BatchParse:
     reason: str
 
 
-def load_batch_prompt(path: Path = PROMPTS_DIR / f"{PROMPT_NAME}.toml") -> BatchPrompt:
-    """Read the batch template and check both of its templates' placeholders."""
-    data = read_toml(path)
-    check_keys(data, PROMPT_KEYS, path)
-    if data["name"] != PROMPT_NAME:
-        raise InputError(f"name is {data['name']!r}, expected {PROMPT_NAME!r}", path)
-    _check_placeholders(data["template"], tuple(data["placeholders"]), "template", path)
-    _check_placeholders(data["passage"], PASSAGE_PLACEHOLDERS, "passage", path)
+def load_batch_prompt(path: Path = PROMPT_DIR / f"{PROMPT_NAME}.toml") -> BatchPrompt:
+    """Read the batch template (peras.prompting.read_prompt) and check its passage line's placeholders and example."""
+    found = read_prompt(path, extra=EXTRA_KEYS, name=PROMPT_NAME)
+    passage = found.extra["passage"]
+    _check_placeholders(passage, PASSAGE_PLACEHOLDERS, "passage", path)
+    data = {"template": found.template, "placeholders": found.placeholders} | found.extra
     example_ids = _check_example(data, path)
-    text = path.read_text(encoding="utf-8")
     return BatchPrompt(
-        data["template"],
-        data["passage"],
-        example_ids,
-        dict(data["sampling"]),
-        hashlib.sha256(text.encode()).hexdigest(),
+        found.template, passage, example_ids, found.sampling, hashlib.sha256(found.text.encode()).hexdigest()
     )
 
 
@@ -223,7 +207,7 @@ def _failed(reason: str) -> BatchParse:
 def _check_placeholders(template: str, declared: tuple[str, ...], what: str, path: Path) -> None:
     # A field like {0} or {a.b} or a stray brace would render something other than what was declared.
     try:
-        used = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+        used = format_fields(template)
     except ValueError as exc:
         raise InputError(f"{what}: {exc}", path) from exc
     if sorted(set(used)) != sorted(declared) or any(not name.isidentifier() for name in used):

@@ -1,5 +1,5 @@
-"""The recognize stage's prompts (peras/prompts/recognize_state.toml, recognize_trait.toml, recognize_evidence.toml)
-and what fills them.
+"""The recognize stage's prompts (tasks/recognize/prompts/recognize_state.toml, recognize_trait.toml,
+recognize_evidence.toml) and what fills them.
 
 The state prompt is the PersonalityEvd paper's Figure 6 word for word with the changes docs/personas.md lists; its
 placeholders keep the paper's names, written with spaces (`{target BF dim}`), so they are filled by name, not by
@@ -19,15 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from peras.bfi2 import DOMAINS, load_items
-from peras.errors import InputError
-from peras.paths import PROMPTS_DIR
-from peras.prompting import PROMPT_KEYS, check_keys, read_toml
+from peras.prompting import PromptSyntax, read_prompt
 
 STATE_PROMPT = "recognize_state"
 TRAIT_PROMPT = "recognize_trait"
 EVIDENCE_PROMPT = "recognize_evidence"
 SPEAKER = "the assessor"  # the paper's {speaker}
 PLACEHOLDER = re.compile(r"\{([^{}\n]+)\}")
+# The paper's placeholder names, spaces and all (`{target BF dim}`): filled by name, never by str.format.
+NAMED = PromptSyntax(PLACEHOLDER.findall, lambda name: PLACEHOLDER.fullmatch(f"{{{name}}}") is not None)
+PROMPT_DIR = Path(__file__).with_name("prompts")  # the stage's prompt files and their answer shapes
 DIMENSIONS = {name.lower(): code for code, name in DOMAINS.items()}  # 'openness' -> 'O'
 
 
@@ -54,21 +55,15 @@ class RecognizePrompt:
 
 @cache
 def load_recognize_prompt(name: str) -> RecognizePrompt:
-    """Read `peras/prompts/<name>.toml` (read_recognize_prompt)."""
-    return read_recognize_prompt(PROMPTS_DIR / f"{name}.toml", name)
+    """Read `tasks/recognize/prompts/<name>.toml` (read_recognize_prompt)."""
+    return read_recognize_prompt(PROMPT_DIR / f"{name}.toml", name)
 
 
 def read_recognize_prompt(path: Path, name: str) -> RecognizePrompt:
-    """A prompt file; its keys, name and placeholders are checked (an InputError names the file)."""
-    data = read_toml(path)
-    check_keys(data, PROMPT_KEYS, path)
-    if data["name"] != name:
-        raise InputError(f"name is {data['name']!r}, expected {name!r}", path)
-    declared = tuple(data["placeholders"])
-    used = sorted(set(PLACEHOLDER.findall(data["template"])))
-    if used != sorted(declared):
-        raise InputError(f"template placeholders {used} differ from declared {sorted(declared)}", path)
-    return RecognizePrompt(name, data["template"], declared, dict(data["sampling"]))
+    """A prompt file; its keys, name and placeholders are checked (peras.prompting.read_prompt: an InputError names
+    the file)."""
+    found = read_prompt(path, NAMED, name=name)
+    return RecognizePrompt(name, found.template, found.placeholders, found.sampling)
 
 
 def parse_dimension(name: str) -> str:

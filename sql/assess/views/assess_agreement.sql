@@ -31,27 +31,29 @@ compared as (
 ),
 
 observed as (
-    select plan_id, assessor, reference, count(*) as n_pairs, avg((label = other)::double) as accuracy
+    select
+        plan_id, assessor, reference, count(*) as n_pairs, count(*) filter (where label = other) as n_agree,
+        avg((label = other)::double) as accuracy
     from compared
     group by all
 ),
 
 margins as (
-    select plan_id, assessor, reference, avg((label = grade)::double) * avg((other = grade)::double) as chance
+    select plan_id, assessor, reference, count(*) filter (where label = grade) * count(*) filter (where other = grade)
+        as chance
     from compared
     cross join (select unnest([0, 1, 2, 3]) as grade) as grades
     group by plan_id, assessor, reference, grade
 ),
 
 expected as (
-    select plan_id, assessor, reference, sum(chance) as expected from margins group by all
+    select plan_id, assessor, reference, sum(chance) as chance_agree from margins group by all
 ),
 
 final as (
     select
         plans.plan_name, observed.assessor, observed.reference, observed.n_pairs, observed.accuracy,
-        case when expected.expected < 1 then (observed.accuracy - expected.expected) / (1 - expected.expected) end
-            as cohen_kappa
+        cohen_kappa(observed.n_pairs, observed.n_agree, expected.chance_agree) as cohen_kappa
     from observed
     inner join expected using (plan_id, assessor, reference)
     inner join assess_plans as plans using (plan_id)

@@ -172,17 +172,13 @@ metrics as (
         chance.cot,
         chance.confidence_method,
         n_agree / n as accuracy,
-        case when n * n <> chance_agree
-            then 1 - (n * (n - n_agree))::double / (n * n - chance_agree)::double end as cohen_kappa,
+        cohen_kappa(n, n_agree, chance_agree) as cohen_kappa,
         case when qwk_expected <> 0
             then 1 - (n * sq_disagreement)::double / qwk_expected::double end as qwk,
         macro_f1,
-        case when n * n <> chance_agree_ge1
-            then 1 - (n * (n - n_agree_ge1))::double / (n * n - chance_agree_ge1)::double end as kappa_bin_0_123,
-        case when n * n <> chance_agree_ge2
-            then 1 - (n * (n - n_agree_ge2))::double / (n * n - chance_agree_ge2)::double end as kappa_bin_01_23,
-        case when n * n <> chance_agree_ge3
-            then 1 - (n * (n - n_agree_ge3))::double / (n * n - chance_agree_ge3)::double end as kappa_bin_012_3,
+        cohen_kappa(n, n_agree_ge1, chance_agree_ge1) as kappa_bin_0_123,
+        cohen_kappa(n, n_agree_ge2, chance_agree_ge2) as kappa_bin_01_23,
+        cohen_kappa(n, n_agree_ge3, chance_agree_ge3) as kappa_bin_012_3,
         case when expected_disagreement > 0
             then 1 - (2 * n - 1) * observed_disagreement / expected_disagreement end as krippendorff_alpha
     from chance

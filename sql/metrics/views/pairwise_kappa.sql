@@ -67,9 +67,7 @@ final as (
         totals.judge_a,
         totals.judge_b,
         totals.n::bigint as n_pairs,
-        (case when totals.n * totals.n <> chance.chance_agree
-            then 1 - (totals.n * (totals.n - totals.n_agree))::double
-                / (totals.n * totals.n - chance.chance_agree)::double end)::double as cohen_kappa
+        cohen_kappa(totals.n, totals.n_agree, chance.chance_agree)::double as cohen_kappa
     from totals
     inner join chance using (scope, judge_a, judge_b)
 )
