@@ -12,10 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from peras import duckdb_params
 from peras.paths import SQL_DIR
-
-duckdb_params.install()  # binding a parameter must not import pandas (peras/duckdb_params.py says why)
 
 PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 RENDERED_VERSION = "1"  # part of every rendered template's key: change it when rendering itself changes
