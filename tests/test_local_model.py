@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -414,6 +416,21 @@ def test_real_server_starts_with_the_threads_the_load_calls_for(
     assert argv[argv.index("--threads-batch") + 1] == threads
     assert ("--poll" in argv) == (threads == "1")
     assert re.fullmatch(r"[0-3]", (reply.choices[0].message.content or "").strip())
+
+
+@pytest.mark.model
+def test_real_server_runs_with_the_settings_it_was_given(real_settings: Settings) -> None:
+    # The settings themselves, not their speed: PERAS_LOCAL_THREADS=1 (what a busy machine gets) on the command line,
+    # and the slots, context per slot, model and build that the server itself reports on /props.
+    settings = real_settings.model_copy(update={"local_threads": 1})
+    with lm.local_server(settings, parallel=2, ctx=4096) as server:
+        argv = _cmdline(server.pid)
+        props = json.loads(urllib.request.urlopen(server.base_url.removesuffix("/v1") + "/props", timeout=30).read())
+    assert argv[argv.index("--threads") + 1 :][:5] == ["1", "--threads-batch", "1", "--poll", "0"]
+    assert props["total_slots"] == 2
+    assert props["default_generation_settings"]["n_ctx"] == 2048  # 4096 shared by 2 slots (--no-kv-unified)
+    assert props["model_alias"] == lm.DEFAULT_MODEL.name
+    assert props["build_info"].startswith(f"b{lm_server.SERVER_BUILD}-")
 
 
 PARENT = """
