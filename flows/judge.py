@@ -57,10 +57,8 @@ def judge(
     Then the whole run is gated and published here. split_by: personality (groups of personalities) or topic
     (groups of queries, balanced by pairs). Needs a warehouse every host reaches: a DuckLake catalog.
     """
-    settings = settings or load_settings()
-    settings = settings.model_copy(update={"batch_wait": True}) if wait else settings
-    cot_settings = [False, True] if cot is None else cot
-    methods = check_methods(confidence_methods)
+    settings = (settings or load_settings()).model_copy(update={"batch_wait": True} if wait else {})
+    cot_settings, methods = [False, True] if cot is None else cot, check_methods(confidence_methods)
     if parts is not None:
         check_spread(settings, deployment, retry_failed)
     chosen = choose_personalities(settings, personalities, personality_set)

@@ -165,12 +165,7 @@ def evaluate(
     from tasks.evaluate.ranking import parse_measures
 
     parse_measures(measures)  # before a flow run: a bad measure is a usage error, never a crash in pytrec_eval
-    source = qrels if qrels in ("human", "filled") or qrels.startswith("hybrid:") else "llm"
-    judge_run = qrels if source == "llm" else run_name
-    if source.startswith("hybrid:") and (run_name or not source.removeprefix("hybrid:")):
-        raise UsageError(f"--qrels {qrels}: give hybrid:PLAN alone (the plan names its judge run), no --run")
-    if source == "filled" and not run_name:
-        raise UsageError("--qrels filled needs --run NAME: the judge run whose labels fill the holes")
+    source, judge_run = qrels_source(qrels, run_name)
     chosen: dict[str, Any] = {
         "run_files": list(run_files),
         "qrels": source,
@@ -192,6 +187,16 @@ def evaluate(
         click.echo(json.dumps(summary, indent=2))
         return
     echo_evaluation(summary)
+
+
+def qrels_source(qrels: str, run_name: str | None) -> tuple[str, str | None]:
+    """What --qrels names (human, filled, hybrid:PLAN or a judge run's LLM labels) and the judge run it reads."""
+    source = qrels if qrels in ("human", "filled") or qrels.startswith("hybrid:") else "llm"
+    if source.startswith("hybrid:") and (run_name or not source.removeprefix("hybrid:")):
+        raise UsageError(f"--qrels {qrels}: give hybrid:PLAN alone (the plan names its judge run), no --run")
+    if source == "filled" and not run_name:
+        raise UsageError("--qrels filled needs --run NAME: the judge run whose labels fill the holes")
+    return source, qrels if source == "llm" else run_name
 
 
 def echo_evaluation(summary: dict[str, Any]) -> None:

@@ -146,24 +146,50 @@ def run_parts(
 ) -> list[Part]:
     """Start a child flow run per part, wait for all, start again a part whose run failed or whose host was lost."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.objects import FlowRun
-    from prefect.deployments import run_deployment
-    from prefect.states import Crashed
 
-    log = get_run_logger()
+    parent = PartStarter(settings, run, parameters, deployment, max_attempts)
+    try:
+        for part in parts:
+            parent.start(part)
+    except Exception as exc:  # no such deployment, no server: one line, not Prefect's traceback
+        raise UsageError(f"cannot start the parts through deployment {deployment!r}: {exc}") from None
+    pending = list(parts)
+    with get_client(sync_client=True) as client:
+        while pending:
+            time.sleep(poll_s)
+            beats = beat_records(settings, run)
+            allowance = lost_allowance(beats, parent.started, lost_after_s)
+            for part in list(pending):
+                if parent.done(client, part, beats, allowance):
+                    pending.remove(part)
+    return parts
 
-    started: dict[str, Any] = {}  # flow run -> when this parent started it (naive UTC)
 
-    def start(part: Part) -> None:
-        attempt = len(part.attempts) + 1
-        start_attempt(settings, run, part.name, attempt)  # from now on, only this attempt's commits are accepted
+@dataclass
+class PartStarter:
+    """The parent's side of each part: its child flow run started, watched, and started again (at most
+    `max_attempts` times in all) when it failed or its host was lost."""
+
+    settings: Settings
+    run: RunIdentity
+    parameters: dict[str, Any]
+    deployment: str
+    max_attempts: int
+    started: dict[str, Any] = field(default_factory=dict)  # flow run -> when this parent started it (naive UTC)
+
+    def start(self, part: Part) -> None:
+        from prefect.client.schemas.objects import FlowRun
+        from prefect.deployments import run_deployment
+
+        run, attempt = self.run, len(part.attempts) + 1
+        start_attempt(self.settings, run, part.name, attempt)  # from now on, only this attempt's commits are accepted
         at = now()
         # Called from sync code, run_deployment returns the FlowRun itself, not a coroutine.
         child = cast(
             FlowRun,
             run_deployment(
-                name=deployment,
-                parameters=parameters
+                name=self.deployment,
+                parameters=self.parameters
                 | {
                     "run_name": run.run_name,
                     "part": part.name,
@@ -177,48 +203,39 @@ def run_parts(
             ),
         )
         part.attempts.append(str(child.id))
-        started[str(child.id)] = at
-        log.info("part %s: flow run %s (attempt %d)", part.name, child.id, attempt)
+        self.started[str(child.id)] = at
+        get_run_logger().info("part %s: flow run %s (attempt %d)", part.name, child.id, attempt)
 
-    def retry(part: Part, why: str) -> None:
-        if len(part.attempts) >= max_attempts:
+    def retry(self, part: Part, why: str) -> None:
+        if len(part.attempts) >= self.max_attempts:
             raise CheckFailed(
-                f"part {part.name} of judge run {run.run_name} {why} on each of its {max_attempts} attempts "
+                f"part {part.name} of judge run {self.run.run_name} {why} on each of its {self.max_attempts} attempts "
                 f"(flow runs {', '.join(part.attempts)}); what was committed is kept: run the same command to resume"
             )
-        log.warning("part %s %s (flow run %s); starting it again", part.name, why, part.attempts[-1])
-        start(part)
+        get_run_logger().warning("part %s %s (flow run %s); starting it again", part.name, why, part.attempts[-1])
+        self.start(part)
 
-    try:
-        for part in parts:
-            start(part)
-    except Exception as exc:  # no such deployment, no server: one line, not Prefect's traceback
-        raise UsageError(f"cannot start the parts through deployment {deployment!r}: {exc}") from None
-    pending = list(parts)
-    with get_client(sync_client=True) as client:
-        while pending:
-            time.sleep(poll_s)
-            beats = beat_records(settings, run)
-            allowance = lost_allowance(beats, started, lost_after_s)
-            for part in list(pending):
-                flow_run = client.read_flow_run(part.attempts[-1])  # type: ignore[arg-type]
-                state = flow_run.state
-                if state is None:
-                    continue
-                if state.is_completed():
-                    pending.remove(part)
-                elif state.is_final():
-                    retry(part, f"ended {state.name}: {state.message or ''}".strip())
-                elif state.is_running() or state.is_pending():
-                    # Pending: a worker took it and started its process; a host killed before the flow began
-                    # leaves it Pending for ever, as one killed mid-part leaves it Running.
-                    beat = beats.get(part.attempts[-1])
-                    waited = allowance.gap_s if beat is not None else allowance.start_s
-                    if is_lost(beat.last if beat else None, state.timestamp, waited):
-                        message = f"no beat for {waited:.0f} s: its host is taken as lost"
-                        client.set_flow_run_state(part.attempts[-1], Crashed(message=message), force=True)
-                        retry(part, "was lost")
-    return parts
+    def done(self, client: Any, part: Part, beats: dict[str, Beats], allowance: Allowance) -> bool:
+        """Whether the part's flow run completed; one that ended otherwise, or whose host is lost, starts again."""
+        from prefect.states import Crashed
+
+        state = client.read_flow_run(part.attempts[-1]).state
+        if state is None:
+            return False
+        if state.is_completed():
+            return True
+        if state.is_final():
+            self.retry(part, f"ended {state.name}: {state.message or ''}".strip())
+        elif state.is_running() or state.is_pending():
+            # Pending: a worker took it and started its process; a host killed before the flow began
+            # leaves it Pending for ever, as one killed mid-part leaves it Running.
+            beat = beats.get(part.attempts[-1])
+            waited = allowance.gap_s if beat is not None else allowance.start_s
+            if is_lost(beat.last if beat else None, state.timestamp, waited):
+                message = f"no beat for {waited:.0f} s: its host is taken as lost"
+                client.set_flow_run_state(part.attempts[-1], Crashed(message=message), force=True)
+                self.retry(part, "was lost")
+        return False
 
 
 def is_lost(last_beat: Any, state_since: Any, lost_after_s: float) -> bool:
