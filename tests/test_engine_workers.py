@@ -1,4 +1,4 @@
-"""The engine's worker pool (tasks/engine/engine.py, Workers): `concurrency` workers, one more for each waiting on
+"""The engine's worker pool (tasks/engine/workers.py, Workers): `concurrency` workers, one more for each waiting on
 something other than a slot, none past the limit, and none before a pass has started or once it has stopped."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tasks.engine.engine import MAX_STALLED, Workers
+from tasks.engine.workers import MAX_STALLED, Workers
 
 pytestmark = pytest.mark.core
 

@@ -453,7 +453,7 @@ def test_a_huge_n_samples_is_asked_batch_by_batch_until_the_budget_stops_it(samp
 
 
 def test_items_worked_on_at_once_are_the_concurrency_and_a_back_off_lets_another_item_go(sample, monkeypatch):
-    """tasks/engine/engine.py, Workers: as many items at once as requests may be in flight (256 items for 8 slots
+    """tasks/engine/workers.py, Workers: as many items at once as requests may be in flight (256 items for 8 slots
     cost each request ~15 us of the loop's CPU in the slot queue's wake-ups); a request sleeping before its retry holds
     no slot, and another item takes it meanwhile."""
     from tasks.judge.asking import JudgeStage
@@ -499,7 +499,7 @@ def test_on_a_slow_server_each_item_finishes_before_later_items_begin(sample):
         purposes = [
             "confidence" if "relevance score is" in str(r.body["messages"]) else "label" for r in server.chat_requests
         ]
-    # as many items are worked on as requests may be in flight (tasks/engine/engine.py, Workers): each item's
+    # as many items are worked on as requests may be in flight (tasks/engine/workers.py, Workers): each item's
     # confidence follows its label (with 256 items at once, a freed slot went to a waiting label before the item's
     # confidence was asked, and the priority made it two labels, then both confidences)
     assert purposes == ["label", "confidence"] * 12

@@ -1,8 +1,11 @@
 """`peras runs`: list, show, rename and delete the runs of every stage (judge runs, judged here or imported, and the
 runs of pairwise, priming, personas check and fuse), with what they hold.
 
-Judge runs keep their own table layout (source, collection, judgments per setting); every other kind of run is read
-through its stage's declaration (tasks/engine/stage.py), so a new stage's runs appear here without a change.
+Every run is found, listed and deleted through its stage's declaration (the registry, tasks/engine/stage.py), judge
+runs too, so a new stage's runs appear here without a change. Judge runs keep two overrides, both because a judge run
+is what other things are built on: `list` shows them in their own table with the collection, subset and source
+(judged here or imported) that evaluations and reports pick a run by (sql/judge/select_runs.sql), and `delete` first
+deletes what was built on their judgments (sql/judge/select_dependents.sql). `show` adds their judgments per setting.
 """
 
 from __future__ import annotations
@@ -79,8 +82,9 @@ def list_runs(settings: Settings, collection: str | None, kind: str | None) -> N
     from tasks.engine.stage import runs_sql
 
     with connect(settings.warehouse, read_only=True) as con:
-        rows = run_sql(con, "runs/select_runs", {"collection_id": collection}).fetchall()
         others = [] if kind == JUDGE or collection else run_statements(con, runs_sql(con), {"kind": kind}).fetchall()
+        # the override: judge runs in their own table, with the collection, subset and source they are picked by
+        rows = run_sql(con, "judge/select_runs", {"collection_id": collection}).fetchall()
     others = [row for row in others if row[0] != JUDGE]
     if kind in (None, JUDGE):
         if not rows:
@@ -132,7 +136,7 @@ def show(settings: Settings, name: str, kind: str | None) -> None:
         if found_kind != JUDGE:
             show_other(run)
             return
-        groups = run_sql(con, "runs/select_run_groups", {"run_id": run["run_id"]}).fetchall()
+        groups = run_sql(con, "judge/select_run_groups", {"run_id": run["run_id"]}).fetchall()
     for key in ("run_name", "run_id", "source", "collection_id", "subset_name", "model", "backend", "status"):
         click.echo(f"{key + ':':<15}{run[key] if run[key] is not None else '-'}")
     for key in ("created_at", "finished_at"):
@@ -162,7 +166,7 @@ def rename(settings: Settings, name: str, new_name: str, kind: str | None) -> No
     Example:
         peras runs rename sample-qwen2.5-coder-0.5b-instruct-q4_k_m sample-qwen-baseline
     """
-    from peras.sql import run_sql, run_statements
+    from peras.sql import run_statements
     from peras.warehouse import open_migrated, transaction
     from tasks.engine.stage import declaration
 
@@ -175,7 +179,7 @@ def rename(settings: Settings, name: str, new_name: str, kind: str | None) -> No
             refresh_snapshot(settings)
             click.echo(f"renamed {found_kind} run {name} -> {new_name}")
             return
-        if run_sql(con, "runs/select_run", {"run_name": new_name}).fetchone() is not None:
+        if run_statements(con, declaration(JUDGE).sql("select_run_by_name"), {"run_name": new_name}).fetchone():
             raise UsageError(f"a run named {new_name!r} already exists: delete or rename it first")
         # an import's id is derived from its name: a fresh one leaves the old name free for a new import
         new_run_id = f"import-{uuid.uuid4().hex[:16]}" if run["source"] == "import" else run["run_id"]
@@ -211,19 +215,10 @@ def delete(settings: Settings, name: str, yes: bool, kind: str | None) -> None:
 
     with connect(settings.warehouse, read_only=True) as con:
         found_kind, run = find_any_run(con, name, kind)
-        if found_kind == JUDGE:
-            groups = run_sql(con, "runs/select_run_groups", {"run_id": run["run_id"]}).fetchall()
-            key = {"run_id": run["run_id"], "run_name": run["run_name"]}
-            dependents = run_sql(con, "judge/select_dependents", key).fetchall()
-    if found_kind == JUDGE:
-        n_judgments = sum(row[3] for row in groups)
-        what = f"run {name} ({run['source']}, {run['collection_id']}, {n_judgments:,} judgments)"
-        if dependents:
-            built = ", ".join(f"{dependent_kind} {dependent_name}" for dependent_kind, _, dependent_name in dependents)
-            what += f" with what was built on it: {built}"
-    else:
-        dependents = []
-        what = f"{found_kind} run {name} ({run['status']}, {run['n_items']:,} items)"
+        # the override: what was built on a judge run's judgments (evaluations, fuse runs, ...) goes with it
+        key = {"run_id": run["run_id"], "run_name": run["run_name"]}
+        dependents = run_sql(con, "judge/select_dependents", key).fetchall() if found_kind == JUDGE else []
+    what = describe_run(found_kind, run, dependents)
     if not yes and not click.confirm(f"delete {what}?", err=True):
         click.echo("nothing deleted", err=True)
         sys.exit(1)  # click's own Exit is swallowed outside standalone mode
@@ -238,33 +233,29 @@ def delete(settings: Settings, name: str, yes: bool, kind: str | None) -> None:
     click.echo(f"deleted {what}; its LLM answers stay cached")
 
 
-def find_run(con: Any, name: str) -> dict[str, Any]:
-    """The judge_runs row of `name`; a name that is not there is a usage error naming the runs that are."""
-    from peras.sql import run_sql
-
-    result = run_sql(con, "runs/select_run", {"run_name": name})
-    row = result.fetchone()
-    if row is None:
-        names = [r[0] for r in run_sql(con, "runs/select_run_names").fetchall()]
-        known = f"runs: {', '.join(names)}" if names else "no runs yet"
-        raise UsageError(f"no run named {name!r} ({known})")
-    return dict(zip([column[0] for column in result.description], row, strict=True))
+def describe_run(kind: str, run: dict[str, Any], dependents: list[Any]) -> str:
+    """How `peras runs delete` names a run: a judge run by its source, collection and judgments, with what was built
+    on it; any other by its kind, status and items."""
+    if kind != JUDGE:
+        return f"{kind} run {run['run_name']} ({run['status']}, {run['n_items']:,} items)"
+    what = f"run {run['run_name']} ({run['source']}, {run['collection_id']}, {run['n_items']:,} judgments)"
+    if dependents:
+        built = ", ".join(f"{dependent_kind} {dependent_name}" for dependent_kind, _, dependent_name in dependents)
+        what += f" with what was built on it: {built}"
+    return what
 
 
 def find_any_run(con: Any, name: str, kind: str | None) -> tuple[str, dict[str, Any]]:
     """The run called `name` among judge runs and every declared stage's runs (one kind if given); a name held by
     runs of two kinds needs --kind; a name not there is a usage error naming the runs that are."""
-    from peras.sql import run_sql, run_statements
+    from peras.sql import run_statements
     from tasks.engine.stage import present_declarations, runs_sql
 
     found: dict[str, dict[str, Any]] = {}
     for stage in present_declarations(con):
         if kind not in (None, stage.kind):
             continue
-        if stage.kind == JUDGE:
-            result = run_sql(con, "runs/select_run", {"run_name": name})
-        else:
-            result = run_statements(con, stage.sql("select_run_by_name"), {"run_name": name})
+        result = run_statements(con, stage.sql("select_run_by_name"), {"run_name": name})
         row = result.fetchone()
         if row is not None:
             found[stage.kind] = dict(zip([column[0] for column in result.description], row, strict=True))
@@ -273,8 +264,9 @@ def find_any_run(con: Any, name: str, kind: str | None) -> tuple[str, dict[str, 
     if found:
         [(found_kind, run)] = found.items()
         return found_kind, run
-    if kind in (None, JUDGE):
-        find_run(con, name)  # raises, naming the judge runs there are
+    if kind in (None, JUDGE):  # without --kind, the message names the judge runs there are, by name
+        names = sorted(r[2] for r in run_statements(con, runs_sql(con), {"kind": JUDGE}).fetchall())
+        raise UsageError(f"no run named {name!r} ({'runs: ' + ', '.join(names) if names else 'no runs yet'})")
     names = [r[2] for r in run_statements(con, runs_sql(con), {"kind": kind}).fetchall()]
     known = f"{kind} runs: {', '.join(names)}" if names else f"no {kind} runs yet"
     raise UsageError(f"no {kind} run named {name!r} ({known})")

@@ -126,7 +126,7 @@ class LLMClient:
         # a cancelled call is neither), read by the progress line and the Prefect artifact; None: not counted.
         self.counts: Any = None
         # Told when a request starts (True) and ends (False) a sleep before a retry, holding no slot meanwhile: the
-        # engine puts another item to work (tasks/engine/engine.py, Workers); None: nobody is told.
+        # engine puts another item to work (tasks/engine/workers.py, Workers); None: nobody is told.
         self.on_wait: Callable[[bool], None] | None = None
 
     @classmethod

@@ -1,6 +1,6 @@
 """Which waiting request goes first when an endpoint's slots are all taken: an item's follow-up before a new item.
 
-The engine may work on more items than `concurrency` requests in flight per URL (tasks/engine/engine.py, Workers: one
+The engine may work on more items than `concurrency` requests in flight per URL (tasks/engine/workers.py, Workers: one
 more for each waiting on the warehouse or a retry; an item sampling n answers asks n at once). With
 first-come-first-served slots, every item's first request (a label) is answered before any item's second (its
 confidence): on a slow server (the embedded CPU model answers a few requests a minute) no item finished for the first

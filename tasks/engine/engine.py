@@ -5,9 +5,10 @@ an outcome row. The engine owns the rest:
 - bounded async sending: `concurrency x URLs` requests in flight for the whole run (the client holds a slot per
   request), no barrier between chunks; as many items are worked on as requests may be in flight, plus one for each
   that waits on something other than a slot (a look-up of stored answers, another item's identical request, a
-  retry's back-off), up to MAX_STALLED more (`Workers`): a small concurrency does not serialise the look-ups (a fully
-  cached rerun at concurrency 8 once looked up 8 at a time), and against a fast server no item waits for a slot
-  (256 items held for 8 slots cost each request ~15 us of the loop's CPU, a fifth of it, in the queue's wake-ups);
+  retry's back-off), up to MAX_STALLED more (`Workers`, tasks/engine/workers.py): a small concurrency does not
+  serialise the look-ups (a fully cached rerun at concurrency 8 once looked up 8 at a time), and against a fast
+  server no item waits for a slot (256 items held for 8 slots cost each request ~15 us of the loop's CPU, a fifth
+  of it, in the queue's wake-ups);
 - the answer cache: an identical request (model, messages, parameters, sample index) is answered from the
   warehouse, whatever its purpose. A stored failure (unreadable, refused) is reused only by the run that stored
   it, unless `retry_failed`; any other run asks again and the new answer replaces it (the old one is kept);
@@ -28,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,84 +41,14 @@ from peras.llm.priority import item_step
 from peras.prompting import request_hashes
 from peras.warehouse import now_text
 from tasks.engine.batch import BatchRound, Deferred
+from tasks.engine.journaled import request_row
 from tasks.engine.shards import ShardJournal, load_closed_shards, shard_dir
 from tasks.engine.spec import Answer, Ask, EngineStats, Plan, RunIdentity, Stage, Tried, regeneration_params
 from tasks.engine.store import AnswerCache, StoredAnswer, WarehouseThread
+from tasks.engine.workers import Workers
 
 MAX_PASSES = 3  # a pass after the first only re-derives outcomes from stored answers
-MAX_STALLED = 256  # items worked on beyond the concurrency, at most, while others wait on the warehouse or a retry
 _END = object()
-
-
-class Workers:
-    """The engine's workers, started for each pass: `concurrency` asking, plus one for each waiting on something other
-    than a slot of the client (`stall`), up to `concurrency + MAX_STALLED`; a worker left over once a wait ends stops
-    after its item. Between passes (before the first, after `stop`) no worker is added."""
-
-    def __init__(self, concurrency: int) -> None:
-        self.concurrency = max(1, concurrency)
-        self.limit = 0
-        self.work: Callable[[], Coroutine[Any, Any, None]] | None = None
-        self.tasks: list[asyncio.Task[None]] = []
-        self.alive = 0
-        self.stalled = 0
-
-    def start(self, work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """`concurrency` workers running `work` (a pass)."""
-        self.work, self.limit, self.tasks = work, self.concurrency + MAX_STALLED, []
-        for _ in range(self.concurrency):
-            self._add()
-
-    def _add(self) -> None:
-        self.alive += 1
-        self.tasks.append(asyncio.get_running_loop().create_task(self._run()))
-
-    async def _run(self) -> None:
-        assert self.work is not None, "started"
-        try:
-            await self.work()
-        finally:
-            self.alive -= 1
-
-    def surplus(self) -> bool:
-        """Whether more workers are asking than the concurrency (the calling one should stop)."""
-        return self.alive - self.stalled > self.concurrency
-
-    def stall(self) -> None:
-        """A worker waits on something other than a slot: another takes up the asking, if the limit allows."""
-        self.stalled += 1
-        if self.alive - self.stalled < self.concurrency and self.alive < self.limit:
-            self._add()
-
-    def unstall(self) -> None:
-        self.stalled -= 1
-
-    def waiting(self, started: bool) -> None:
-        """The client's hook (`LLMClient.on_wait`): a request sleeps before a retry, holding no slot."""
-        if started:
-            self.stall()
-        else:
-            self.unstall()
-
-    async def wait(self) -> None:
-        """Until every worker, those added meanwhile too, has stopped; the first error raised."""
-        while True:
-            pending = [task for task in self.tasks if not task.done()]
-            if not pending:
-                break
-            await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
-            for task in self.tasks:
-                if task.done() and not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-
-    async def stop(self) -> None:
-        """Cancel the workers still running and wait for them to unwind. No worker is added after: a request a stage
-        left running (a sibling of a failed one) may still wait on the warehouse or a retry."""
-        self.limit = 0
-        for task in self.tasks:
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
 class Engine:
@@ -446,36 +377,11 @@ class Engine:
         logprobs: list[dict[str, Any]] | None = None,
         confidence: float | None = None,
     ) -> None:
-        spec, request_id, texts = tried.spec, tried.request_id, tried.texts
+        request_id = tried.request_id
         assert self._journal is not None
         if status != "unanswered":
             raw = result.text if result is not None else None
             self._unloaded[request_id] = StoredAnswer(raw, logprobs, status, reason, self.identity.run_id)
             if status != "ok":
                 self._failed_now.add(request_id)
-        self._journal.request(
-            {
-                "request_id": request_id,
-                "model": self.identity.model,
-                "backend": self.identity.backend,
-                "prompt_hash": tried.prompt_hash,
-                "purpose": spec.purpose,
-                "params": spec.params,
-                "messages": spec.messages,
-                "raw_text": result.text if result is not None else None,
-                "attempts": len(texts),
-                "attempt_texts": texts,
-                "attempt_params": tried.sent,
-                "parsed_value": value,
-                "parsed_confidence": confidence,
-                "parse_status": status,
-                "parse_reason": reason,
-                "logprobs": logprobs,
-                "prompt_tokens": result.prompt_tokens if result is not None else None,
-                "completion_tokens": result.completion_tokens if result is not None else None,
-                "cached_tokens": result.cached_tokens if result is not None else None,
-                "latency_ms": (time.perf_counter() - tried.started) * 1000.0,
-                "created_at": now_text(),
-                "http_requests": tried.http,
-            }
-        )
+        self._journal.request(request_row(self.identity, tried, result, value, status, reason, logprobs, confidence))

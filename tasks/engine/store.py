@@ -260,7 +260,7 @@ class AnswerCache:
 
     async def _gathered(self) -> None:
         """Wait while look-ups keep coming: a worker waiting on one is replaced by another, which asks for the next
-        (tasks/engine/engine.py, Workers), so a rerun's look-ups join one batch instead of a batch per worker. Until
+        (tasks/engine/workers.py, Workers), so a rerun's look-ups join one batch instead of a batch per worker. Until
         two turns of the loop bring none (a new worker's first step may come a turn after its start)."""
         quiet, size = 0, len(self._waiting)
         while quiet < 2:

@@ -1,4 +1,5 @@
--- Every judge run (judged here or imported), or those of one collection, with how many judgments it holds.
+-- Every judge run (judged here or imported), or those of one collection, with how many judgments it holds: the
+-- override `peras runs list` shows judge runs with (the collection, subset and source every other stage lacks).
 with wanted_runs as (
     select run_id, run_name, source, collection_id, subset_name, model, status, created_at
     from judge_runs
