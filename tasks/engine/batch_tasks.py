@@ -33,6 +33,8 @@ from tasks.engine.engine import Engine
 from tasks.engine.run_status import count_pending, notice, set_run_status
 from tasks.engine.spec import EngineStats, Plan, RunIdentity
 
+Lines = tuple[str, int, dict[str, Any]]  # a round's pending line: what batch_store.within_budget reads
+
 
 def ask_in_rounds(
     settings: Settings,
@@ -62,15 +64,8 @@ def ask_in_rounds(
             batch = load_round(settings, identity.model, since)
             stats = asyncio.run(engine_for(batch).run(plan))
             _add(totals, stats)
-            allowed, held, spent = within_budget(settings, identity, batch.pending)
-            if held:
-                if not allowed and not any(b["collected_at"] is None for b in run_batches(settings, identity.run_id)):
-                    raise BudgetReached(
-                        f"request budget of {settings.request_budget:,} reached ({spent:,} requests and batch lines"
-                        f" spent, {held:,} lines wait); raise --request-budget to go on"
-                    )
-                budget_line = budget_held(settings, spent, len(allowed), held)
-                notice(f"{identity.run_name}: {budget_line}")
+            allowed, held_line = budgeted(settings, identity, batch.pending)
+            budget_line = held_line or budget_line
             if wait and allowed:
                 back_off(settings, identity)
             submitted += submit(settings, api, identity, allowed)
@@ -98,6 +93,24 @@ def ask_in_rounds(
             settings.warehouse, identity, "waiting", wait_line(run_batches(settings, identity.run_id), waiting)
         )
     return totals.as_dict() | {"n_waiting": waiting, "batches": submitted, "budget_line": budget_line}
+
+
+def budgeted(
+    settings: Settings, identity: RunIdentity, pending: dict[str, Lines]
+) -> tuple[dict[str, Lines], str | None]:
+    """The round's lines the request budget allows, and the line saying what it holds back (None: nothing held);
+    refused when it holds back everything and no batch of the run is still out."""
+    allowed, held, spent = within_budget(settings, identity, pending)
+    if not held:
+        return allowed, None
+    if not allowed and not any(b["collected_at"] is None for b in run_batches(settings, identity.run_id)):
+        raise BudgetReached(
+            f"request budget of {settings.request_budget:,} reached ({spent:,} requests and batch lines"
+            f" spent, {held:,} lines wait); raise --request-budget to go on"
+        )
+    line = budget_held(settings, spent, len(allowed), held)
+    notice(f"{identity.run_name}: {line}")
+    return allowed, line
 
 
 def record_call(settings: Settings, identity: RunIdentity, base_url: str) -> None:

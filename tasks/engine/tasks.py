@@ -187,6 +187,19 @@ def ask_all(
             )  # fmt: skip
 
         return ask_in_rounds(settings, endpoint, identity, plan, engine_for, wait, retry_failed)
+    return ask_online(settings, endpoint, identity, stage, plan, rows_per_shard, retry_failed)
+
+
+def ask_online(
+    settings: Settings,
+    endpoint: Endpoint,
+    identity: RunIdentity,
+    stage: Stage,
+    plan: Plan,
+    rows_per_shard: int,
+    retry_failed: bool,
+) -> dict[str, Any]:
+    """The online run: the planned items not yet done, one bounded stream, with live counts and progress."""
     # The count's read-only connection is the engine's first; the engine closes the thread as its run ends.
     with contextlib.closing(WarehouseThread(settings.warehouse)) as thread:
         n_items = count_pending(settings, plan, thread)
