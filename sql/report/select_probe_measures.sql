@@ -9,23 +9,7 @@ measures as (
 ),
 
 final as (
-    select
-        m.run_name,
-        m.source_collection_id,
-        m.kind,
-        m.role,
-        m.personality,
-        m.cot,
-        m.confidence_method,
-        m.n_copies,
-        m.n_attackable,
-        m.n_success,
-        m.attack_success_rate,
-        m.mean_label_shift_targets,
-        m.mean_label_shift_relevant,
-        m.mean_confidence_shift,
-        m.auroc_low_confidence,
-        m.auroc_disagreement
+    select m.* exclude (run_id)  -- every measure of the view, in its order
     from measures as m
     inner join chosen using (run_id)
 )
