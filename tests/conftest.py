@@ -22,6 +22,7 @@ import pytest
 from support.ingested import Ingested
 from support.prefect_server import UNUSED_SERVICES_OFF, Tripwire, server_env
 from support.prefect_server import prefect_server as start_prefect_server
+from tests.browser import ARGS, CHROMIUM
 
 # Tests script their servers' answers in order and count the requests sent: answer-format probes (one or two
 # requests per new run, peras/llm/constraints.py) would take scripted answers. Tests of constrained decoding
@@ -204,3 +205,13 @@ def ingested(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ingested]:
     helper = Ingested(shared_ingested(tmp_path_factory.getbasetemp().parent) if WORKER else None)
     yield helper
     helper.close()
+
+
+@pytest.fixture
+def browser():
+    """A headless system Chromium (tests/browser.py), closed after the test; skipped without Playwright."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()

@@ -16,11 +16,10 @@ import pytest
 
 from support.prefect_server import free_port
 from tasks.assess.server import exposure_warning
+from tests.browser import needs_chromium
 from tests.helpers import run_cli
 from tests.test_assess_plan import import_sample_run
 
-CHROMIUM = Path("/usr/bin/chromium")
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium")
 PERAS_BIN = Path(sys.executable).parent / "peras"
 
 
@@ -71,16 +70,6 @@ def wait_for_port(port: int, process: subprocess.Popen, timeout_s: float = 120) 
                 return
         time.sleep(0.2)
     raise AssertionError("the server never listened")
-
-
-@pytest.fixture
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=args)
-        yield launched
-        launched.close()
 
 
 def shown(page) -> str:

@@ -19,12 +19,11 @@ from tasks.report.evaluate import SystemsRanked
 from tasks.report.figures import draw_figures
 from tasks.report.interactive import vega_bundle
 from tasks.report.tasks import render_report
+from tests.browser import needs_chromium
 from tests.metrics_fixtures import load_judgments
 from tests.test_probes import tiny_run
 from tests.test_report import LABELS, check_self_contained, constructed_judgments
 
-CHROMIUM = Path("/usr/bin/chromium")
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="no system Chromium at /usr/bin/chromium")
 FILTERS = {"runs": None, "collection": None}
 CALIBRATION = "Reliability diagrams · name-r1 · verbalized · CoT and no CoT"
 KAPPA = "Cohen's kappa between personalities · name-r1 · no CoT · verbalized"
@@ -148,16 +147,6 @@ SYSTEMS = SystemsRanked(
                   "measure": ["ndcg_cut_10", "ndcg_cut_10"], "system": ["bm25", "splade"],
                   "human_value": [0.41, 0.62], "value": [0.38, 0.66]}),
 )  # fmt: skip
-
-
-@pytest.fixture
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=args)
-        yield launched
-        launched.close()
 
 
 def tooltip_at(page, mark) -> dict[str, str]:
